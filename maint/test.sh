@@ -1,0 +1,113 @@
+#!/bin/sh
+# maint/test.sh: run every test of this project against the installed MPICH.
+#
+#   1. builds and installs first (maint/build.sh: incremental, installs missing packages)
+#   2. GoogleTest unit tests of the engine's pure logic (unittest/, CTest)
+#   3. MPICH's test suite directories part/ and threads/part/ (testlist, testlist.dtp with the
+#      datatype-pool pingping tests, and testlist.cvar with this project's engine tests)
+#      through MPICH's runtests: once as is (shared memory between the two ranks), once with
+#      MPIR_CVAR_NOLOCAL=1 (every message through the network module)
+#   4. the demo, which verifies its data
+# Writes TAP and JUnit files into _results/ and prints "N passed, M failed"; exits non-zero
+# on any failure.
+#
+# Environment: PREFIX, BUILD_DIR as for maint/build.sh; TEST_MODES (default "shm nolocal").
+
+set -e
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/maint/lib.sh"
+. "$top/maint/base.conf"
+PREFIX=${PREFIX:-$top/_install}
+BUILD_DIR=${BUILD_DIR:-$top/_build}
+export PREFIX BUILD_DIR
+RESULTS=$top/_results
+TEST_MODES=${TEST_MODES:-shm nolocal}
+t0=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
+
+"$top/maint/build.sh"
+step "build done after $(elapsed)"
+
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+passed=0
+failed=0
+failures=""
+record() {      # record NAME PASSED FAILED
+    passed=$((passed + $2))
+    failed=$((failed + $3))
+    [ "$3" -eq 0 ] || failures="$failures $1"
+}
+
+# ---- unit tests -------------------------------------------------------------------------
+step "unit tests (GoogleTest)"
+ub=$BUILD_DIR/unittest
+if cmake -S "$top/unittest" -B "$ub" -DCMAKE_BUILD_TYPE=Release > "$RESULTS/unittest-build.log" 2>&1 \
+   && cmake --build "$ub" -j"$(nproc)" >> "$RESULTS/unittest-build.log" 2>&1; then
+    ( cd "$ub" && ctest --output-on-failure --output-junit "$RESULTS/unittest.junit.xml" ) \
+        > "$RESULTS/unittest.log" 2>&1 || true
+    tail -3 "$RESULTS/unittest.log"
+    n_total=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$RESULTS/unittest.log")
+    n_fail=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$RESULTS/unittest.log")
+    [ -n "$n_total" ] || { n_total=1; n_fail=1; }
+    record unittest $((n_total - n_fail)) "$n_fail"
+else
+    tail -20 "$RESULTS/unittest-build.log"
+    record unittest-build 0 1
+fi
+
+# ---- MPICH's partitioned test directories -----------------------------------------------
+tsrc=$top/_src/mpich-$BASE_VERSION/test/mpi
+tb=$BUILD_DIR/test-mpi
+stamp=$(cat "$PREFIX/lib/libmpi.so" "$tsrc/configure" 2>/dev/null | sha256sum | cut -c1-16)
+if [ "$(cat "$tb/.part-stamp" 2>/dev/null)" != "$stamp" ]; then
+    step "configuring MPICH's test suite in $tb (against $PREFIX)"
+    rm -rf "$tb"
+    mkdir -p "$tb"
+    ( cd "$tb" && "$tsrc/configure" --with-mpi="$PREFIX" --enable-threads=multiple \
+        --disable-spawn --disable-ft-tests --disable-perftest ) > "$RESULTS/testsuite-configure.log" 2>&1 \
+        || { tail -20 "$RESULTS/testsuite-configure.log"; die "configuring the test suite failed"; }
+    make -C "$tb/util" > /dev/null 2>&1 && make -C "$tb/dtpools" > /dev/null 2>&1 \
+        || die "building the test suite's helper libraries failed"
+    echo "$stamp" > "$tb/.part-stamp"
+fi
+
+tap_count() {   # tap_count FILE -> "passed failed"
+    p=$(grep -c '^ok ' "$1" 2>/dev/null || true)
+    f=$(grep -c '^not ok ' "$1" 2>/dev/null || true)
+    echo "${p:-0} ${f:-0}"
+}
+
+for mode in $TEST_MODES; do
+    case $mode in
+        shm) envs="" ;;
+        nolocal) envs="MPIR_CVAR_NOLOCAL=1" ;;
+        *) die "unknown test mode '$mode' (shm, nolocal)" ;;
+    esac
+    step "MPICH test suite part/ and threads/part/, mode $mode ${envs:+($envs)}"
+    ( cd "$tb" && env $envs MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-120} ./runtests -srcdir="$tsrc" \
+        -tests=testlist,testlist.dtp,testlist.cvar -testdirs=part,threads/part \
+        -mpiexec="$PREFIX/bin/mpiexec" -tapfile="$RESULTS/part-$mode.tap" \
+        -junitfile="$RESULTS/part-$mode.junit.xml" -xmlfile="$RESULTS/part-$mode.xml" \
+        -showprogress ) > "$RESULTS/part-$mode.log" 2>&1 || true
+    set -- $(tap_count "$RESULTS/part-$mode.tap")
+    [ "$1" -gt 0 ] || set -- 0 1        # ran nothing: a failure
+    echo "    $1 passed, $2 failed"
+    grep '^not ok' "$RESULTS/part-$mode.tap" | head -20 || true
+    record "part-$mode" "$1" "$2"
+done
+
+# ---- the demo ---------------------------------------------------------------------------
+step "demo (2 ranks, verifies every byte)"
+if make -C "$top/examples" MPICXX="$PREFIX/bin/mpicxx" > "$RESULTS/demo-build.log" 2>&1 \
+   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$top/examples/part_demo" --iters 5 > "$RESULTS/demo.log" 2>&1; then
+    record demo 1 0
+else
+    tail -20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null
+    record demo 0 1
+fi
+
+step "all tests done after $(elapsed); results in _results/"
+[ -z "$failures" ] || echo "failed groups:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

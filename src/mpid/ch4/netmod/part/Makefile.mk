@@ -1,0 +1,22 @@
+## Build rules of the ch4 partitioned-communication component and of its MPI-facing layer
+## (src/mpi/part). Included from src/mpid/ch4/netmod/Makefile.mk (maint/patches/0003).
+
+if BUILD_CH4_PART
+
+AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/part
+
+noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
+                  src/mpid/ch4/netmod/part/part_impl.h \
+                  src/mpid/ch4/netmod/part/part_plan.h
+
+mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
+                    src/mpid/ch4/netmod/part/part_ids.c \
+                    src/mpid/ch4/netmod/part/part_match.c \
+                    src/mpid/ch4/netmod/part/part_plan.c \
+                    src/mpid/ch4/netmod/part/part_req.c \
+                    src/mpid/ch4/netmod/part/part_xfer.c \
+                    src/mpi/part/part_mpit.c
+
+errnames_txt_files += src/mpid/ch4/netmod/part/errnames.txt
+
+endif BUILD_CH4_PART

@@ -1,0 +1,30 @@
+/*
+ * part_ch4.h: the interface the ch4 device calls for partitioned communication.
+ *
+ * MPID_Psend_init, MPID_Precv_init, the start of a partitioned request, MPID_Pready_range,
+ * MPID_Pready_list, MPID_Parrived and the request free hook are routed here by the patch
+ * series (maint/patches/0001, 0002). Everything behind these calls is in this directory.
+ */
+#ifndef PART_CH4_H_INCLUDED
+#define PART_CH4_H_INCLUDED
+
+struct MPIDI_PART_op;
+
+int MPIDI_PART_init(void);
+int MPIDI_PART_finalize(void);
+
+int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype,
+                          int dest, int tag, MPIR_Comm * comm, MPIR_Info * info,
+                          MPIR_Request ** request);
+int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype,
+                          int source, int tag, MPIR_Comm * comm, MPIR_Info * info,
+                          MPIR_Request ** request);
+/* Starts one iteration and activates the request. */
+int MPIDI_PART_start(MPIR_Request * request);
+int MPIDI_PART_pready_range(int partition_low, int partition_high, MPIR_Request * request);
+int MPIDI_PART_pready_list(int length, const int array_of_partitions[], MPIR_Request * request);
+int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag);
+/* Called from MPID_Part_request_free_hook: releases the engine's state of the request. */
+void MPIDI_PART_request_free(MPIR_Request * request);
+
+#endif /* PART_CH4_H_INCLUDED */

@@ -1,0 +1,54 @@
+[#] start of __file__
+dnl Configure fragment of the ch4 partitioned-communication component (src/mpid/ch4/netmod/part).
+dnl It is built whenever the device is ch4 (it is not a --with-device netmod); the
+dnl InfiniBand verbs path is chosen with --enable-part-verbs[=yes|no|auto].
+dnl MPICH_SUBCFG_AFTER=src/mpid/ch4
+
+AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
+    AC_ARG_ENABLE([part-verbs],
+        [AS_HELP_STRING([--enable-part-verbs@<:@=yes|no|auto@:>@],
+            [Native InfiniBand verbs RDMA path for partitioned communication.
+             auto (default): built when libibverbs is found; yes: configure fails without it])],
+        [], [enable_part_verbs=auto])
+    PAC_SET_HEADER_LIB_PATH([ibverbs])
+
+    build_ch4_part=no
+    part_verbs=no
+    AM_COND_IF([BUILD_CH4],[
+        build_ch4_part=yes
+        AS_CASE([$enable_part_verbs],
+            [yes|no|auto],[],
+            [AC_MSG_ERROR([--enable-part-verbs takes yes, no or auto, not '$enable_part_verbs'])])
+        if test "$enable_part_verbs" != "no" ; then
+            PAC_CHECK_HEADER_LIB([infiniband/verbs.h],[ibverbs],[ibv_open_device],
+                                 [part_verbs=yes],[part_verbs=no])
+            if test "$enable_part_verbs" = "yes" -a "$part_verbs" = "no" ; then
+                AC_MSG_ERROR([--enable-part-verbs=yes, but libibverbs was not found (header infiniband/verbs.h and library -libverbs; on Debian: apt-get install libibverbs-dev, or give --with-ibverbs=PATH)])
+            fi
+        fi
+    ])
+    AM_CONDITIONAL([BUILD_CH4_PART],[test "$build_ch4_part" = "yes"])
+    AM_CONDITIONAL([BUILD_CH4_PART_VERBS],[test "$part_verbs" = "yes"])
+])dnl
+
+AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
+AM_COND_IF([BUILD_CH4_PART],[
+    AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch4 partitioned engine (verbs: $part_verbs)])
+    AC_DEFINE([MPIDI_CH4_PART_ENGINE],[1],[Define if the ch4 partitioned engine is built])
+    if test "$part_verbs" = "yes" ; then
+        PAC_LIBS_ADD([-libverbs])
+        AC_DEFINE([MPIDI_CH4_PART_VERBS],[1],[Define if the partitioned InfiniBand verbs path is built])
+    fi
+    part_engine_string="ch4 partitioned engine (tag-matched, receiver-driven, early-bird); libibverbs linked: $part_verbs"
+    AC_DEFINE_UNQUOTED([MPIDI_CH4_PART_DESC],["$part_engine_string"],[What the partitioned engine was built with])
+    if test -n "$MPICH_CUSTOM_STRING" ; then
+        MPICH_CUSTOM_STRING="$MPICH_CUSTOM_STRING; $part_engine_string"
+    else
+        MPICH_CUSTOM_STRING="$part_engine_string"
+    fi
+    AC_CONFIG_COMMANDS([part-summary],
+        [echo "*** partitioned engine: built; libibverbs for the verbs path: $part_verbs (--enable-part-verbs=$enable_part_verbs)"],
+        [part_verbs=$part_verbs enable_part_verbs=$enable_part_verbs])
+])
+])dnl
+[#] end of __file__
