@@ -50,7 +50,7 @@ regen_inputs() {
     cat "$top/maint/patches/series" "$top"/maint/patches/*.patch
     overlay_files | while read -r f; do
         case $f in
-            *.m4|*.mk|*.am|*.ac|*errnames.txt|*testlist*) echo "$f"; cat "$top/$f" ;;
+            *.m4|*.mk|*.am|*.ac|*errnames.txt) echo "$f"; cat "$top/$f" ;;
             *.c|*.h) grep -q 'MPI_T_CVAR_INFO_BLOCK' "$top/$f" && { echo "$f"; \
                      sed -n '/BEGIN_MPI_T_CVAR_INFO_BLOCK/,/END_MPI_T_CVAR_INFO_BLOCK/p' "$top/$f"; } ;;
         esac

@@ -373,25 +373,25 @@ static int run_sender(const combo_t * c, int idx, int seed, char *buf, long bufb
 }
 
 /* compare bytes [lo, hi) of buf with the expected image; report the first difference */
-static int compare_bytes(const char *buf, const char *exp, long lo, long hi, const char *what,
+static int compare_bytes(const char *buf, const char *ebuf, long lo, long hi, const char *what,
                          int it, int seed, int idx, const combo_t * c, int *reported)
 {
-    if (memcmp(buf + lo, exp + lo, hi - lo) == 0)
+    if (memcmp(buf + lo, ebuf + lo, hi - lo) == 0)
         return 0;
     if (!*reported) {
         long i = lo;
-        while (buf[i] == exp[i])
+        while (buf[i] == ebuf[i])
             i++;
         fprintf(stderr, "%s: iteration %d: first wrong byte at offset %ld "
                 "(0x%02x, expected 0x%02x)\n", what, it, i, (unsigned char) buf[i],
-                (unsigned char) exp[i]);
+                (unsigned char) ebuf[i]);
         print_combo(stderr, seed, idx, c);
         *reported = 1;
     }
     return 1;
 }
 
-static int run_receiver(const combo_t * c, int idx, int seed, char *buf, char *exp,
+static int run_receiver(const combo_t * c, int idx, int seed, char *buf, char *ebuf,
                         long bufbytes)
 {
     MPI_Request req;
@@ -408,9 +408,9 @@ static int run_receiver(const combo_t * c, int idx, int seed, char *buf, char *e
     for (int it = 0; it < c->iters; it++) {
         int mode = rng_below(&r, 3), flag;
 
-        memset(exp, 0xA5, bufbytes);
+        memset(ebuf, 0xA5, bufbytes);
         for (long j = 0; j < c->nelem; j++)
-            put_value(exp + elem_offset(l, bs, j), c->base, idx, it, j);
+            put_value(ebuf + elem_offset(l, bs, j), c->base, idx, it, j);
         memset(buf, 0xA5, bufbytes);
 
         MPI_Start(&req);
@@ -437,7 +437,7 @@ static int run_receiver(const combo_t * c, int idx, int seed, char *buf, char *e
                     if (flag && !seen[p]) {
                         seen[p] = 1;
                         left--;
-                        errs += compare_bytes(buf, exp, p * pbytes, (p + 1) * pbytes,
+                        errs += compare_bytes(buf, ebuf, p * pbytes, (p + 1) * pbytes,
                                               "partition reported by MPI_Parrived", it, seed,
                                               idx, c, &reported);
                     }
@@ -456,7 +456,7 @@ static int run_receiver(const combo_t * c, int idx, int seed, char *buf, char *e
         } else {
             MPI_Wait(&req, &st);
         }
-        errs += compare_bytes(buf, exp, 0, bufbytes, "after completion", it, seed, idx, c,
+        errs += compare_bytes(buf, ebuf, 0, bufbytes, "after completion", it, seed, idx, c,
                               &reported);
         if (st.MPI_SOURCE != 0 || st.MPI_TAG != idx) {
             if (!reported) {
@@ -477,7 +477,7 @@ static int run_receiver(const combo_t * c, int idx, int seed, char *buf, char *e
 int main(int argc, char *argv[])
 {
     int errs = 0, size, provided, seed, ncombo, first;
-    char *buf, *exp;
+    char *buf, *ebuf;
     long maxbytes = MAX_ELEM * sizeof(double) * 2 + 64;
 
     MTest_Init(&argc, &argv);
@@ -499,7 +499,7 @@ int main(int argc, char *argv[])
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     build_layouts();
     buf = malloc(maxbytes);
-    exp = malloc(maxbytes);
+    ebuf = malloc(maxbytes);
 
     rng_t r = { (unsigned long long) seed };
     double t0 = MPI_Wtime();
@@ -519,11 +519,13 @@ int main(int argc, char *argv[])
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
             errs += set_aggr(c.aggr);
-            MTestPrintfMsg(2, "combination %d\n", idx);
+            MTestPrintfMsg(2, "combination %d: base %s, send %d x %ld %s, recv %d x %ld %s, "
+                           "AGGR_SIZE %d\n", idx, base_names[c.base], c.spart, c.scount,
+                           layout_names[c.slay], c.rpart, c.rcount, layout_names[c.rlay], c.aggr);
             if (rank == 0)
                 e = run_sender(&c, idx, seed, buf, bytes);
             else
-                e = run_receiver(&c, idx, seed, buf, exp, bytes);
+                e = run_receiver(&c, idx, seed, buf, ebuf, bytes);
             errs += e;
         }
     }
@@ -533,7 +535,7 @@ int main(int argc, char *argv[])
         fprintf(stderr, "rank %d: part_sweep seed %d had %d errors\n", rank, seed, errs);
 
     free(buf);
-    free(exp);
+    free(ebuf);
     free_layouts();
     MPI_T_finalize();
     MTest_Finalize(errs);

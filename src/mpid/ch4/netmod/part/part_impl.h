@@ -51,6 +51,10 @@ typedef struct MPIDI_PART_inbox {
 typedef struct MPIDI_PART_op {
     struct MPIDI_PART_op *next;         /* link in one queue (posted or lease wait) */
     struct MPIDI_PART_op *lnext;        /* link in the leased list */
+    struct MPIDI_PART_op *pnext;        /* link in the completion-polling list */
+    int polled;                         /* in the polling list */
+    char *counted;                      /* message's completion counted in the request */
+    int ncounted;
     struct MPIDI_PART_op *all_next, *all_prev;  /* link in the list of all operations */
     MPIR_Request *req;                  /* the user's request; NULL once freed */
     int is_send;
@@ -109,6 +113,7 @@ typedef struct MPIDI_PART_global {
     MPIDI_PART_inbox_t *unexp_head, *unexp_tail;        /* RTS waiting for a receiver */
     MPIDI_PART_op_t *lease_head, *lease_tail;           /* receivers waiting for an id */
     MPIDI_PART_op_t *leased;                            /* receivers holding a lease */
+    MPIDI_PART_op_t *polling;                           /* ops with uncounted messages */
     MPL_atomic_int_t in_hook;                           /* the hook is running (no re-entry) */
     int ids_ready;                                      /* tag layout and ids set up */
     MPIDI_PART_op_t *all;
@@ -167,5 +172,7 @@ int MPIDI_PART_cts_arrived(MPIDI_PART_op_t * op, int id);
 int MPIDI_PART_alloc_msgs(MPIDI_PART_op_t * op);
 void MPIDI_PART_reset_iteration(MPIDI_PART_op_t * op);
 void MPIDI_PART_complete_now(MPIR_Request * req, int count);
+int MPIDI_PART_poll_completions(void);
+void MPIDI_PART_unpoll(MPIDI_PART_op_t * op);    /* lock held */
 
 #endif /* PART_IMPL_H_INCLUDED */

@@ -71,6 +71,7 @@ int MPIDI_PART_finalize(void)
         if (op->req == NULL) {
             /* the user's request is gone; its communicator may be too */
             MPL_free(op->wreq);
+            MPL_free(op->counted);
             MPL_free(op->cntr);
             MPL_free(op->pending);
             MPL_free(op->ready);

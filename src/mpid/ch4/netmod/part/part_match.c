@@ -84,6 +84,7 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
     }
     MPIR_Comm_release(op->comm);
     MPL_free(op->wreq);
+    MPL_free(op->counted);
     MPL_free(op->cntr);
     MPL_free(op->pending);
     MPL_free(op->ready);
@@ -119,11 +120,8 @@ int MPIDI_PART_recv_matched(MPIDI_PART_op_t * op)
         op->plan.nmsgs = 0;
     } else {
         MPIDI_PART_LOCK();
-        if (!MPIDI_PART_global.ids_ready)
-            mpi_errno = MPIDI_PART_ids_init();
-        int id = (mpi_errno == MPI_SUCCESS) ? MPIDI_PART_id_get(1) : -1;
+        int id = MPIDI_PART_id_get(1);
         MPIDI_PART_UNLOCK();
-        MPIR_ERR_CHECK(mpi_errno);
 
         int rc = MPIDI_PART_plan_make(op->peer_partitions, op->partitions, op->total_bytes,
                                       MPIR_CVAR_PART_AGGR_SIZE,
@@ -392,11 +390,13 @@ int MPIDI_PART_progress(int *made_progress)
 
     mpi_errno = MPIDI_PART_serve_leases();
     MPIR_ERR_CHECK(mpi_errno);
+    if (MPIDI_PART_poll_completions())
+        *made_progress = 1;
 
     MPIDI_PART_LOCK();
     MPL_atomic_release_store_int(&MPIDI_PART_global.work,
                                  MPIDI_PART_global.inbox_head || MPIDI_PART_global.leased ||
-                                 MPIDI_PART_global.lease_head);
+                                 MPIDI_PART_global.lease_head || MPIDI_PART_global.polling);
     MPIDI_PART_UNLOCK();
 
   fn_exit:

@@ -75,11 +75,14 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     }
 
     MPIDI_PART_LOCK();
+    if (!MPIDI_PART_global.ids_ready)
+        mpi_errno = MPIDI_PART_ids_init();      /* both sides encode tags with the layout */
     op->all_next = MPIDI_PART_global.all;
     if (op->all_next)
         op->all_next->all_prev = op;
     MPIDI_PART_global.all = op;
     MPIDI_PART_UNLOCK();
+    MPIR_ERR_CHECK(mpi_errno);
 
     MPIDI_PART_OP(req) = op;
     *request = req;
@@ -409,6 +412,7 @@ void MPIDI_PART_request_free(MPIR_Request * request)
     }
 
     MPIDI_PART_LOCK();
+    MPIDI_PART_unpoll(op);
     op->req = NULL;
     op->freed = 1;
     if (!op->is_send) {

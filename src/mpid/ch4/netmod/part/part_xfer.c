@@ -16,22 +16,66 @@ static void poke_progress(void)
     MPL_atomic_relaxed_store_int(&MPIDI_VCI(0).progress_count, c + 1);
 }
 
-/* Make r's completion decrement the user request's counter exactly once. A request that
- * is already complete (possibly a pre-completed builtin) is counted here; otherwise its
- * completion notification is set under its VCI lock, which its completion also takes. */
-static void attach_completion(MPIR_Request * user_req, MPIR_Request * r)
+/* Count message m's completion in the user request exactly once. The netmods do not honour
+ * completion notifications, so a message that is not complete yet is counted by the
+ * progress hook (MPIDI_PART_poll_completions), which polls its internal request. */
+static void attach_completion(MPIDI_PART_op_t * op, int m)
 {
-    if (MPIR_Request_is_complete(r)) {
-        MPIR_cc_dec(user_req->cc_ptr);
-        return;
+    MPIR_Request *r = op->wreq[m];
+    MPIDI_PART_LOCK();
+    if (!op->counted[m] && MPIR_Request_is_complete(r)) {
+        op->counted[m] = 1;
+        op->ncounted++;
+        MPIR_cc_dec(op->req->cc_ptr);
+        poke_progress();        /* a waiter may be spinning in this very progress call */
+    } else if (!op->polled) {
+        op->polled = 1;
+        op->pnext = MPIDI_PART_global.polling;
+        MPIDI_PART_global.polling = op;
+        MPL_atomic_release_store_int(&MPIDI_PART_global.work, 1);
     }
-    int vci = MPIDI_Request_get_vci(r);
-    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(vci).lock);
-    if (MPIR_Request_is_complete(r))
-        MPIR_cc_dec(user_req->cc_ptr);
-    else
-        r->completion_notification = user_req->cc_ptr;
-    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(vci).lock);
+    MPIDI_PART_UNLOCK();
+}
+
+void MPIDI_PART_unpoll(MPIDI_PART_op_t * op)
+{
+    if (!op->polled)
+        return;
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.polling; *pp; pp = &(*pp)->pnext) {
+        if (*pp == op) {
+            *pp = op->pnext;
+            break;
+        }
+    }
+    op->polled = 0;
+}
+
+int MPIDI_PART_poll_completions(void)
+{
+    int done_any = 0;
+    MPIDI_PART_LOCK();
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.polling; *pp;) {
+        MPIDI_PART_op_t *op = *pp;
+        for (int m = 0; m < op->plan.nmsgs; m++) {
+            MPIR_Request *r = op->wreq[m];
+            if (r && !op->counted[m] && MPIR_Request_is_complete(r)) {
+                op->counted[m] = 1;
+                op->ncounted++;
+                MPIR_cc_dec(op->req->cc_ptr);
+                done_any = 1;
+            }
+        }
+        if (op->ncounted == op->plan.nmsgs) {
+            *pp = op->pnext;
+            op->polled = 0;
+        } else {
+            pp = &op->pnext;
+        }
+    }
+    MPIDI_PART_UNLOCK();
+    if (done_any)
+        poke_progress();
+    return done_any;
 }
 
 void MPIDI_PART_complete_now(MPIR_Request * req, int count)
@@ -54,7 +98,7 @@ int MPIDI_PART_send_msg(MPIDI_PART_op_t * op, int m)
                            op->comm, MPIR_CONTEXT_INTRA_COLL, &r);
     MPIR_ERR_CHECK(mpi_errno);
     op->wreq[m] = r;
-    attach_completion(op->req, r);
+    attach_completion(op, m);
     MPIDI_PART_PVAR_ADD(wire_msgs_sent, 1);
     MPIDI_PART_PVAR_ADD(user_parts_sent, nparts);
 
@@ -82,7 +126,7 @@ int MPIDI_PART_post_recvs(MPIDI_PART_op_t * op, int id)
                                MPIR_CONTEXT_INTRA_COLL, &r);
         MPIR_ERR_CHECK(mpi_errno);
         op->wreq[m] = r;
-        attach_completion(req, r);
+        attach_completion(op, m);
     }
     MPIDI_PART_PVAR_ADD(wire_msgs_recvd, op->plan.nmsgs);
     MPIDI_PART_complete_now(req, 1);    /* the placeholder */
@@ -100,7 +144,9 @@ int MPIDI_PART_alloc_msgs(MPIDI_PART_op_t * op)
 
     op->ppm = MPIDI_PART_plan_parts_per_msg(&op->plan, op->partitions);
     op->wreq = MPL_calloc(n > 0 ? n : 1, sizeof(MPIR_Request *), MPL_MEM_OTHER);
-    MPIR_ERR_CHKANDJUMP(op->wreq == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    op->counted = MPL_calloc(n > 0 ? n : 1, 1, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(op->wreq == NULL || op->counted == NULL, mpi_errno, MPI_ERR_OTHER,
+                        "**nomem");
     if (op->is_send) {
         op->cntr = MPL_calloc(n > 0 ? n : 1, sizeof(MPL_atomic_int_t), MPL_MEM_OTHER);
         op->pending = MPL_calloc(n > 0 ? n : 1, 1, MPL_MEM_OTHER);
@@ -143,6 +189,11 @@ void MPIDI_PART_reset_iteration(MPIDI_PART_op_t * op)
         MPIDI_PART_UNLOCK();
     }
     if (op->wreq) {
+        MPIDI_PART_LOCK();
+        MPIDI_PART_unpoll(op);
+        memset(op->counted, 0, op->plan.nmsgs);
+        op->ncounted = 0;
+        MPIDI_PART_UNLOCK();
         for (int m = 0; m < op->plan.nmsgs; m++) {
             if (op->wreq[m]) {
                 MPIR_Request_free(op->wreq[m]);
