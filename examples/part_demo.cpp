@@ -8,7 +8,9 @@
 //                is filled; receiver threads poll MPI_Parrived for their partitions; then
 //                MPI_Wait on both sides.
 //   single       sender threads fill the buffer, all join, then one MPI_Send of the whole
-//                buffer into one MPI_Recv.
+//                buffer into one receive (posted before the iteration: MPI_Irecv + MPI_Wait).
+//
+// A size is rounded up to a multiple of both partition counts when needed (shown in the table).
 //
 // Every received byte is verified (the pattern depends on the iteration and the byte index);
 // the exit code is 0 only when all data verified. With the MPI_T performance variables
@@ -33,7 +35,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -104,7 +105,12 @@ long long parse_size(const std::string &s)
     if (s.empty())
         throw std::invalid_argument("empty size");
     size_t pos = 0;
-    long long v = std::stoll(s, &pos);
+    long long v = 0;
+    try {
+        v = std::stoll(s, &pos);
+    } catch (const std::exception &) {
+        throw std::invalid_argument("bad size '" + s + "'");
+    }
     if (pos < s.size()) {
         const std::string suffix = s.substr(pos);
         if (suffix == "K" || suffix == "k" || suffix == "KiB")
@@ -124,7 +130,12 @@ long long parse_size(const std::string &s)
 int parse_int(const std::string &s, int lo, const char *what)
 {
     size_t pos = 0;
-    const long v = std::stol(s, &pos);
+    long v = 0;
+    try {
+        v = std::stol(s, &pos);
+    } catch (const std::exception &) {
+        throw std::invalid_argument(std::string("bad value for ") + what + ": '" + s + "'");
+    }
     if (pos != s.size() || v < lo || v > (1L << 30))
         throw std::invalid_argument(std::string("bad value for ") + what + ": '" + s + "'");
     return static_cast<int>(v);
@@ -647,10 +658,10 @@ Result run_size(const Options &o, long long want_size, int tag, Team &team, Pvar
                 team.wait();    // all threads done: the buffer is complete
                 if (o.inject_error && it == o.warmup)
                     data[size / 2] ^= 0x40;             // self-test of the verification
-                MPI_Request req;
-                CHECK_MPI(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, kReceiver, tag,
-                                    MPI_COMM_WORLD, &req));
-                wait_request(&req, MPI_STATUS_IGNORE, "the single send" + where(it));
+                g_watchdog->arm("the single send" + where(it));
+                CHECK_MPI(MPI_Send(data, static_cast<int>(size), MPI_BYTE, kReceiver, tag,
+                                   MPI_COMM_WORLD));
+                g_watchdog->disarm();
                 continue;
             }
             poison(data, size, iter_id);

@@ -67,7 +67,8 @@ if [ "$(cat "$tb/.part-stamp" 2>/dev/null)" != "$stamp" ]; then
     ( cd "$tb" && "$tsrc/configure" --with-mpi="$PREFIX" --enable-threads=multiple \
         --disable-spawn --disable-ft-tests --disable-perftest ) > "$RESULTS/testsuite-configure.log" 2>&1 \
         || { tail -20 "$RESULTS/testsuite-configure.log"; die "configuring the test suite failed"; }
-    make -C "$tb/util" > /dev/null 2>&1 && make -C "$tb/dtpools" > /dev/null 2>&1 \
+    make -C "$tb/util" libmtest_single.la libmtest_thread.la > "$RESULTS/testsuite-util.log" 2>&1 \
+        && make -C "$tb/dtpools" >> "$RESULTS/testsuite-util.log" 2>&1 \
         || die "building the test suite's helper libraries failed"
     echo "$stamp" > "$tb/.part-stamp"
 fi

@@ -13,6 +13,9 @@
  *   part_wire_msgs_recvd on the receiver both equal iters * W, and part_user_parts_sent on
  *   the sender equals iters * spart (each user partition is carried exactly once).
  *   Sizes are placed just under, at and just over AGGR_SIZE multiples.
+ * - MPI_T_cvar_write of AGGR_SIZE applies to operations matched afterwards: an operation
+ *   matched (one iteration done) with AGGR_SIZE 0 keeps g wire messages per iteration after
+ *   the value changes to 4096, while one initialised after the change merges.
  * - part_first_iter_deferred: when the sender readies every partition before the receiver
  *   even initialised its receive, all W wire messages of the first iteration wait for the
  *   receiver's first answer (delta == W), and later iterations add nothing (delta == 0).
@@ -291,6 +294,91 @@ static int run_cfg(int c, const cfg_t * cf, int *buf)
     return errs;
 }
 
+/* run `iters` iterations of an initialised pair; returns errors; *wire gets the delta of
+ * part_wire_msgs_sent (sender) or part_wire_msgs_recvd (receiver) */
+static int run_iters(MPI_Request req, int *buf, int spart, int rpart, int count, int key,
+                     int iters, unsigned long long *wire)
+{
+    int errs = 0;
+    unsigned long long w0 = pv_read(rank == 0 ? PV_SENT : PV_RECVD);
+    for (int it = 0; it < iters; it++) {
+        if (rank == 0) {
+            for (int i = 0; i < count; i++)
+                buf[i] = pattern(key, it, i);
+            MPI_Start(&req);
+            MPI_Pready_range(0, spart - 1, req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            memset(buf, 0, count * sizeof(int));
+            MPI_Start(&req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            for (int i = 0; i < count; i++)
+                if (buf[i] != pattern(key, it, i)) {
+                    if (errs < 5)
+                        fprintf(stderr, "op %d iter %d: buf[%d] = %d, expected %d\n", key, it,
+                                i, buf[i], pattern(key, it, i));
+                    errs++;
+                }
+        }
+    }
+    *wire = pv_read(rank == 0 ? PV_SENT : PV_RECVD) - w0;
+    return errs;
+}
+
+/* The CVAR written at run time applies to operations matched afterwards only. */
+static int run_midlife(int *buf)
+{
+    const int spart = 16, rpart = 16, count = 16 * 32;  /* 128 bytes per partition */
+    int errs = 0, WA, WB;
+    int *bufb = malloc(count * sizeof(int));
+    unsigned long long w;
+    MPI_Request a, b;
+
+    if (rank > 1) {
+        free(bufb);
+        return 0;
+    }
+    WA = expected_wire_msgs(spart, rpart, count * sizeof(int), 0);
+    WB = expected_wire_msgs(spart, rpart, count * sizeof(int), 4096);
+
+    /* operation A is initialised and matched with AGGR_SIZE 0 */
+    errs += set_aggr(0);
+    if (rank == 0)
+        MPI_Psend_init(buf, spart, count / spart, MPI_INT, 1, 2000, MPI_COMM_WORLD,
+                       MPI_INFO_NULL, &a);
+    else
+        MPI_Precv_init(buf, rpart, count / rpart, MPI_INT, 0, 2000, MPI_COMM_WORLD,
+                       MPI_INFO_NULL, &a);
+    errs += run_iters(a, buf, spart, rpart, count, 2000, 1, &w);
+
+    /* operation B after the change; A keeps its layout */
+    errs += set_aggr(4096);
+    if (rank == 0)
+        MPI_Psend_init(bufb, spart, count / spart, MPI_INT, 1, 2001, MPI_COMM_WORLD,
+                       MPI_INFO_NULL, &b);
+    else
+        MPI_Precv_init(bufb, rpart, count / rpart, MPI_INT, 0, 2001, MPI_COMM_WORLD,
+                       MPI_INFO_NULL, &b);
+    errs += run_iters(a, buf, spart, rpart, count, 2000, ITERS, &w);
+    if (pv_ok[PV_SENT] && pv_ok[PV_RECVD] && w != (unsigned long long) ITERS * WA) {
+        fprintf(stderr, "rank %d: operation matched with AGGR_SIZE 0 sent/received %llu wire "
+                "messages in %d iterations after AGGR_SIZE changed to 4096, expected %d each\n",
+                rank, w, ITERS, WA);
+        errs++;
+    }
+    errs += run_iters(b, bufb, spart, rpart, count, 2001, ITERS, &w);
+    if (pv_ok[PV_SENT] && pv_ok[PV_RECVD] && w != (unsigned long long) ITERS * WB) {
+        fprintf(stderr, "rank %d: operation matched after AGGR_SIZE changed to 4096 sent/"
+                "received %llu wire messages in %d iterations, expected %d each\n", rank, w,
+                ITERS, WB);
+        errs++;
+    }
+    MPI_Request_free(&a);
+    MPI_Request_free(&b);
+    free(bufb);
+    return errs;
+}
+
 /* The sender readies everything before the receiver calls MPI_Precv_init. */
 static int run_deferred(int *buf)
 {
@@ -382,6 +470,7 @@ int main(int argc, char *argv[])
 
     for (int c = 0; c < ncfg; c++)
         errs += run_cfg(c, &cfgs[c], buf);
+    errs += run_midlife(buf);
     errs += run_deferred(buf);
 
     free(buf);

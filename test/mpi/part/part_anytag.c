@@ -31,7 +31,7 @@
 #define PTAG 7
 #define UCOUNT 37               /* ints in a user message */
 #define UMAX (TOTAL + 64)       /* wildcard receive buffers are larger than anything */
-#define ITERS 8
+#define ITERS 16
 
 static int rank;
 

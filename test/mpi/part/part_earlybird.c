@@ -11,9 +11,10 @@
  *   the first wire message, tells the receiver on a duplicate communicator, and the receiver
  *   must then see MPI_Parrived(p) become true (within 10 s) for the receive partitions of
  *   that wire message, and false for every other partition.
- * - MPI_Parrived is never true before the wire message holding the partition arrived: when
- *   k > 1, the sender first readies all but the last gcd-message of the first wire message
- *   and the receiver checks, while polling for a while, that no partition is reported.
+ * - MPI_Parrived is never true before the wire message holding the partition arrived: after
+ *   MPI_Start and before the sender readies anything, and, when k > 1, after the sender
+ *   readied all but the last gcd-message of the first wire message, the receiver polls
+ *   every partition for a while (-quiet_ms) and none may be reported.
  * - The bytes of the partitions reported as arrived are already correct at that point, and
  *   after the sender readies the rest and both sides complete, every byte is correct.
  *
@@ -64,6 +65,23 @@ static int set_aggr(int value)
     if (err != MPI_SUCCESS) {
         fprintf(stderr, "rank %d: MPI_T_cvar_write(AGGR_SIZE=%d) failed (%d)\n", rank, value, err);
         return 1;
+    }
+    return 0;
+}
+
+/* Poll MPI_Parrived on every partition for ms milliseconds; all must stay false */
+static int expect_nothing(MPI_Request req, int rpart, int ms, int it, const char *when)
+{
+    double t0 = MPI_Wtime();
+    int flag;
+    while (MPI_Wtime() - t0 < ms * 1e-3) {
+        for (int p = 0; p < rpart; p++) {
+            MPI_Parrived(req, p, &flag);
+            if (flag) {
+                fprintf(stderr, "iter %d: MPI_Parrived(%d) true %s\n", it, p, when);
+                return 1;
+            }
+        }
     }
     return 0;
 }
@@ -143,6 +161,8 @@ int main(int argc, char *argv[])
             for (int i = 0; i < count; i++)
                 buf[i] = pattern(it, i);
             MPI_Start(&req);
+            /* the receiver first checks that nothing arrives before any MPI_Pready */
+            MPI_Recv(&dummy, 1, MPI_INT, 1, 0, ctl, MPI_STATUS_IGNORE);
             if (k > 1) {
                 /* all but the last gcd-message of wire message 0 */
                 for (int p = 0; p < (k - 1) * sp_per_unit; p++)
@@ -167,24 +187,14 @@ int main(int argc, char *argv[])
             int dummy = 0, flag;
             memset(buf, 0, bytes);
             MPI_Start(&req);
+            errs += expect_nothing(req, rpart, quiet_ms / 4, it, "before any MPI_Pready");
+            MPI_Send(&dummy, 1, MPI_INT, 0, 0, ctl);
             if (k > 1) {
                 MPI_Recv(&dummy, 1, MPI_INT, 0, 1, ctl, MPI_STATUS_IGNORE);
                 /* wire message 0 is incomplete: nothing may be reported as arrived */
-                double t0 = MPI_Wtime();
-                int reported = 0;
-                while (MPI_Wtime() - t0 < quiet_ms * 1e-3 && !reported) {
-                    for (int p = 0; p < rpart; p++) {
-                        MPI_Parrived(req, p, &flag);
-                        if (flag) {
-                            fprintf(stderr, "iter %d: MPI_Parrived(%d) true while the first "
-                                    "wire message (k=%d) misses its last gcd-message\n",
-                                    it, p, k);
-                            reported = 1;
-                            errs++;
-                            break;
-                        }
-                    }
-                }
+                errs += expect_nothing(req, rpart, quiet_ms, it,
+                                       "while the first wire message misses its last "
+                                       "gcd-message");
                 MPI_Send(&dummy, 1, MPI_INT, 0, 2, ctl);
             }
             MPI_Recv(&dummy, 1, MPI_INT, 0, 3, ctl, MPI_STATUS_IGNORE);

@@ -23,7 +23,7 @@
 
 #define NPEER 3
 #define TAG 10
-#define ITERS 10
+#define ITERS 20
 
 /* forward operations 0 -> r (index r-1) */
 static const int fwd_total[NPEER] = { 1536, 4000, 9600 };       /* elements */

@@ -1,7 +1,7 @@
 /*
  * part_sweep.c: randomized sweep over partitioned-communication geometries (2 processes).
  *
- * What it asserts, for each of -n combinations (default 300) drawn from a fixed seed
+ * What it asserts, for each of -n combinations (default 600) drawn from a fixed seed
  * (-seed=N, default 20240611; the seed is printed, and the combination on any failure):
  * - send and receive partition counts drawn independently from 1..64 (mostly different),
  *   element counts from 0 to 64 Ki elements, base type MPI_INT or MPI_DOUBLE and, on each
@@ -490,7 +490,7 @@ int main(int argc, char *argv[])
 
     MTestArgList *head = MTestArgListCreate(argc, argv);
     seed = MTestArgListGetInt_with_default(head, "seed", 20240611);
-    ncombo = MTestArgListGetInt_with_default(head, "n", 300);
+    ncombo = MTestArgListGetInt_with_default(head, "n", 600);
     first = MTestArgListGetInt_with_default(head, "first", 0);
     MTestArgListDestroy(head);
     if (rank == 0)

@@ -228,7 +228,7 @@ int main(int argc, char *argv[])
     }
     MTestArgList *head = MTestArgListCreate(argc, argv);
     nops = MTestArgListGetInt_with_default(head, "nops", 6);
-    iters = MTestArgListGetInt_with_default(head, "iter", 6);
+    iters = MTestArgListGetInt_with_default(head, "iter", 12);
     MTestArgListDestroy(head);
     if (nops > MAXOPS)
         nops = MAXOPS;

@@ -15,8 +15,11 @@
  *   with -aggr=N through MPI_T) nor on the "mpich_part_thread_partitions" info hint
  *   (-hint=1 passes the number of partitions each thread readies / polls).
  *
+ * - With -noise=N the main threads exchange N point-to-point messages on another
+ *   communicator while the threads work (checked too).
+ *
  * Arguments: -spart=N -rpart=N (multiples of 8) -count=N (ints in the buffer) -iter=N
- *            -hint=0|1 -aggr=N (-1: leave the CVAR alone)
+ *            -hint=0|1 -aggr=N (-1: leave the CVAR alone) -noise=N
  */
 
 #include "mpi.h"
@@ -152,6 +155,25 @@ static MTEST_THREAD_RETURN_TYPE receiver_thread(void *arg)
     return (MTEST_THREAD_RETURN_TYPE) NULL;
 }
 
+/* main-thread point-to-point traffic on another communicator while the threads work */
+static int noise(MPI_Comm c, int n, int iter)
+{
+    int errs = 0, out[16], in[16];
+    for (int k = 0; k < n; k++) {
+        for (int i = 0; i < 16; i++)
+            out[i] = rank * 100000 + iter * 100 + k + i;
+        MPI_Sendrecv(out, 16, MPI_INT, 1 - rank, k, in, 16, MPI_INT, 1 - rank, k, c,
+                     MPI_STATUS_IGNORE);
+        for (int i = 0; i < 16; i++)
+            if (in[i] != (1 - rank) * 100000 + iter * 100 + k + i)
+                errs++;
+    }
+    if (errs)
+        fprintf(stderr, "rank %d iter %d: %d wrong words in point-to-point traffic\n", rank,
+                iter, errs);
+    return errs;
+}
+
 static int set_aggr(int value)
 {
     int idx, cnt, err, provided;
@@ -174,8 +196,9 @@ static int set_aggr(int value)
 
 int main(int argc, char *argv[])
 {
-    int errs = 0, size, provided, hint, aggr;
+    int errs = 0, size, provided, hint, aggr, nnoise;
     MPI_Info info = MPI_INFO_NULL;
+    MPI_Comm pcomm;
 
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -194,9 +217,10 @@ int main(int argc, char *argv[])
     spart = MTestArgListGetInt_with_default(head, "spart", 64);
     rpart = MTestArgListGetInt_with_default(head, "rpart", 32);
     count = MTestArgListGetInt_with_default(head, "count", 8192);
-    iters = MTestArgListGetInt_with_default(head, "iter", 30);
+    iters = MTestArgListGetInt_with_default(head, "iter", 500);
     hint = MTestArgListGetInt_with_default(head, "hint", 0);
     aggr = MTestArgListGetInt_with_default(head, "aggr", -1);
+    nnoise = MTestArgListGetInt_with_default(head, "noise", 0);
     MTestArgListDestroy(head);
     if (spart % NUM_THREADS || rpart % NUM_THREADS || spart / NUM_THREADS > 64 ||
         rpart / NUM_THREADS > 64 || count % spart || count % rpart) {
@@ -207,6 +231,7 @@ int main(int argc, char *argv[])
         errs += set_aggr(aggr);
 
     buf = malloc(count * sizeof(int));
+    MPI_Comm_dup(MPI_COMM_WORLD, &pcomm);
     if (hint) {
         char v[32];
         snprintf(v, sizeof(v), "%d", (rank == 0 ? spart : rpart) / NUM_THREADS);
@@ -224,6 +249,8 @@ int main(int argc, char *argv[])
                 targs[t].tid = t;
                 errs += MTest_Start_thread(sender_thread, &targs[t]);
             }
+            if (nnoise)
+                errs += noise(pcomm, nnoise, it);
             errs += MTest_Join_threads();
             MPI_Wait(&req, MPI_STATUS_IGNORE);
         }
@@ -238,6 +265,8 @@ int main(int argc, char *argv[])
                 targs[t].tid = t;
                 errs += MTest_Start_thread(receiver_thread, &targs[t]);
             }
+            if (nnoise)
+                errs += noise(pcomm, nnoise, it);
             errs += MTest_Join_threads();
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             for (int i = 0; i < count; i++)
@@ -253,6 +282,7 @@ int main(int argc, char *argv[])
 
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
+    MPI_Comm_free(&pcomm);
     for (int t = 0; t < NUM_THREADS; t++)
         errs += thread_errs[t];
     free(buf);

@@ -104,12 +104,13 @@ int MPIDI_PART_recv_matched(MPIDI_PART_op_t * op)
     hdr.sop = op->sop;
     hdr.bytes = op->total_bytes;
 
-    MPIR_STATUS_SET_COUNT(req->status, op->total_bytes);
+    /* as for point-to-point, the status counts what the sender sends */
+    MPIR_STATUS_SET_COUNT(req->status, op->peer_bytes);
     req->status.MPI_SOURCE = op->peer;
     req->status.MPI_TAG = op->tag;
     req->status.MPI_ERROR = MPI_SUCCESS;
 
-    if (op->peer_bytes != op->total_bytes) {
+    if (op->peer_bytes > op->total_bytes) {
         op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                          MPI_ERR_TRUNCATE, "**partsizemismatch",
                                          "**partsizemismatch %d %d %d %d", op->peer,
@@ -123,8 +124,12 @@ int MPIDI_PART_recv_matched(MPIDI_PART_op_t * op)
         int id = MPIDI_PART_id_get(1);
         MPIDI_PART_UNLOCK();
 
-        int rc = MPIDI_PART_plan_make(op->peer_partitions, op->partitions, op->total_bytes,
-                                      MPIR_CVAR_PART_AGGR_SIZE,
+        /* A receive buffer larger than the send is allowed, as for point-to-point: then the
+         * partition boundaries of the two sides do not line up, and the whole transfer is
+         * one wire message that fills the front of the receive buffer. */
+        int equal = (op->peer_bytes == op->total_bytes);
+        int rc = MPIDI_PART_plan_make(equal ? op->peer_partitions : 1, equal ? op->partitions : 1,
+                                      op->peer_bytes, MPIR_CVAR_PART_AGGR_SIZE,
                                       1 << MPIDI_PART_global.layout.msg_bits, &op->plan);
         MPIR_ERR_CHKANDJUMP2(rc != MPIDI_PART_PLAN_OK, mpi_errno, MPI_ERR_OTHER, "**partplan",
                              "**partplan %d %d", op->peer_partitions, op->partitions);

@@ -55,7 +55,7 @@ static inline void MPIDI_PART_plan_msg_range(const MPIDI_PART_plan_t * plan, int
 {
     int32_t ppm = MPIDI_PART_plan_parts_per_msg(plan, local_parts);
     *first = m * ppm;
-    *nparts = (*first + ppm <= local_parts) ? ppm : local_parts - *first;
+    *nparts = (ppm <= local_parts - *first) ? ppm : local_parts - *first;
 }
 
 /* The VCI index (0..nvcis-1) that carries wire message m. With parts_per_thread > 0 (the
