@@ -44,8 +44,11 @@ int MPIDI_PART_ids_init(void)
     MPIDI_PART_global.nids = n;
     MPIDI_PART_global.free_ids = MPL_malloc(sizeof(int) * n, MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(MPIDI_PART_global.free_ids == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    /* highest id on top: MPI_Comm_create_group and MPI_Intercomm_create also send on the
+     * collective context with MPIR_TAG_COLL_BIT | user tag, and user tags are mostly small,
+     * so engine tags start at the top of the tag space, far from them */
     for (int i = 0; i < n; i++)
-        MPIDI_PART_global.free_ids[i] = n - 1 - i;      /* id 0 on top */
+        MPIDI_PART_global.free_ids[i] = i;
     MPIDI_PART_global.nfree_ids = n;
 
     int reserve = n / 16 > 0 ? n / 16 : 1;      /* always left for leases */
