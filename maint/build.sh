@@ -33,7 +33,10 @@ phase() { echo "$1 $(( $(date +%s) - t_start ))" >> "$BUILD_DIR/.part-phases"; }
 # ---- Debian packages -------------------------------------------------------------------
 debs="build-essential g++ autoconf automake libtool python3 perl patch xz-utils pkg-config \
 libucx-dev libhwloc-dev libibverbs-dev ccache cmake libgtest-dev"
-case "$args" in *ch4:ofi*) debs="$debs libfabric-dev" ;; esac
+# libfabric.pc lists its providers' libraries as private link dependencies
+case "$args" in
+    *ch4:ofi*) debs="$debs libfabric-dev libpsm2-dev libpsm-infinipath1-dev librdmacm-dev" ;;
+esac
 missing=$(missing_debs $debs)
 if [ -n "$missing" ]; then
     step "installing missing Debian packages: $missing"

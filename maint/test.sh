@@ -11,7 +11,8 @@
 # Writes TAP and JUnit files into _results/ and prints "N passed, M failed"; exits non-zero
 # on any failure.
 #
-# Environment: PREFIX, BUILD_DIR as for maint/build.sh; TEST_MODES (default "shm nolocal").
+# Environment: PREFIX, BUILD_DIR as for maint/build.sh; TEST_MODES (default "shm nolocal");
+# RESULTS (default _results/); MPITEST_TIMEOUT (seconds per test, default 300).
 
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 PREFIX=${PREFIX:-$top/_install}
 BUILD_DIR=${BUILD_DIR:-$top/_build}
 export PREFIX BUILD_DIR
-RESULTS=$top/_results
+RESULTS=${RESULTS:-$top/_results}
 TEST_MODES=${TEST_MODES:-shm nolocal}
 t0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
@@ -86,7 +87,7 @@ for mode in $TEST_MODES; do
         *) die "unknown test mode '$mode' (shm, nolocal)" ;;
     esac
     step "MPICH test suite part/ and threads/part/, mode $mode ${envs:+($envs)}"
-    ( cd "$tb" && env $envs MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-120} ./runtests -srcdir="$tsrc" \
+    ( cd "$tb" && env $envs MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-300} ./runtests -srcdir="$tsrc" \
         -tests=testlist,testlist.dtp,testlist.cvar -testdirs=part,threads/part \
         -mpiexec="$PREFIX/bin/mpiexec" -tapfile="$RESULTS/part-$mode.tap" \
         -junitfile="$RESULTS/part-$mode.junit.xml" -xmlfile="$RESULTS/part-$mode.xml" \
@@ -100,8 +101,9 @@ done
 
 # ---- the demo ---------------------------------------------------------------------------
 step "demo (2 ranks, verifies every byte)"
-if make -C "$top/examples" MPICXX="$PREFIX/bin/mpicxx" > "$RESULTS/demo-build.log" 2>&1 \
-   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$top/examples/part_demo" --iters 5 > "$RESULTS/demo.log" 2>&1; then
+if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -pthread -o "$BUILD_DIR/part_demo" \
+        "$top/examples/part_demo.cpp" > "$RESULTS/demo-build.log" 2>&1 \
+   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$BUILD_DIR/part_demo" --iters 5 > "$RESULTS/demo.log" 2>&1; then
     record demo 1 0
 else
     tail -20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null

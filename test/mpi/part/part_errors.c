@@ -510,6 +510,8 @@ static void final_transfer(void)
     while (MPI_Wtime() - t0 < 0.2) {
         flag = 0;
         MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &st);
+        if (flag && st.MPI_TAG == 999)
+            break;      /* the peer's closing pair_sync: it finished its own probe window */
         if (flag) {
             fprintf(stderr, "rank %d: stray user-visible message (source %d tag %d)\n", rank,
                     st.MPI_SOURCE, st.MPI_TAG);

@@ -95,3 +95,14 @@ void MPIDI_PART_id_put(int id, int permanent)
         MPIDI_PART_global.nleased--;
     MPIDI_PART_global.free_ids[MPIDI_PART_global.nfree_ids++] = id;
 }
+
+void MPIDI_PART_lease_return(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_op_t **pp = &MPIDI_PART_global.leased;
+    while (*pp && *pp != op)
+        pp = &(*pp)->lnext;
+    if (*pp)
+        *pp = op->lnext;
+    MPIDI_PART_id_put(op->iter_id, 0);
+    op->iter_id = -1;
+}

@@ -163,6 +163,7 @@ int MPIDI_PART_ids_init(void);
 void MPIDI_PART_ids_finalize(void);
 int MPIDI_PART_id_get(int permanent);   /* -1 when none is free; lock held */
 void MPIDI_PART_id_put(int id, int permanent);  /* lock held */
+void MPIDI_PART_lease_return(MPIDI_PART_op_t * op);     /* lock held: give back its lease */
 
 /* part_xfer.c: wire messages */
 int MPIDI_PART_send_msg(MPIDI_PART_op_t * op, int m);

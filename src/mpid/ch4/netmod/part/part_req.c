@@ -430,13 +430,7 @@ void MPIDI_PART_request_free(MPIR_Request * request)
             op->lease_wait = 0;
         }
         if (op->iter_id >= 0) {
-            MPIDI_PART_op_t **pp = &MPIDI_PART_global.leased;
-            while (*pp && *pp != op)
-                pp = &(*pp)->lnext;
-            if (*pp)
-                *pp = op->lnext;
-            MPIDI_PART_id_put(op->iter_id, 0);
-            op->iter_id = -1;
+            MPIDI_PART_lease_return(op);
         }
         if (op->tag_id >= 0) {
             MPIDI_PART_id_put(op->tag_id, 1);

@@ -178,13 +178,7 @@ void MPIDI_PART_reset_iteration(MPIDI_PART_op_t * op)
         /* the previous iteration's lease, if the hook has not returned it yet */
         MPIDI_PART_LOCK();
         if (op->iter_id >= 0) {
-            MPIDI_PART_op_t **pp = &MPIDI_PART_global.leased;
-            while (*pp && *pp != op)
-                pp = &(*pp)->lnext;
-            if (*pp)
-                *pp = op->lnext;
-            MPIDI_PART_id_put(op->iter_id, 0);
-            op->iter_id = -1;
+            MPIDI_PART_lease_return(op);
         }
         MPIDI_PART_UNLOCK();
     }
