@@ -1,0 +1,307 @@
+#!/bin/bash
+# bench/run.sh: build partbench against this project's MPICH and against Debian's stock
+# MPICH 4.0.2, run both alternately (ours, stock, ours, stock ... per configuration), and
+# write CSV, PNG plots and a markdown summary into _bench/ (repository root).
+#
+#   bench/run.sh            default sweep (< 15 min on 2 cores)
+#   bench/run.sh --full     larger sweep (sizes up to 64 MiB, 100 ms compute, more iterations)
+#   bench/run.sh --smoke    our MPICH only, tiny sweep, every byte verified, ~20 s; exits
+#                           non-zero on any verification failure or error (for the test command)
+#   options: --rounds K     repeat the whole alternation K times (default 2, smoke 1; per
+#                           point report.py keeps the round whose mean is the lower median,
+#                           i.e. the faster of two)
+#            --only LIST    run only these configurations (names as printed), e.g. pipe-1x1,halo
+#            --stock        with --smoke: also run the smoke sweep on stock MPICH
+#            --no-stock     skip stock MPICH (run ours only)
+#            --no-install   never apt-get install anything (fail instead)
+# Environment: PREFIX (default <repo>/_install), STOCK_MPICXX (mpicxx.mpich),
+#   STOCK_MPIEXEC (mpiexec.mpich), BENCH_OUT (default <repo>/_bench, or _bench/smoke),
+#   RUN_TIMEOUT (seconds per launch, default 300), INSTALL_WAIT (seconds to wait for an
+#   install in flux, default 900), BUDGET (seconds; default sweep 780: once used up, rounds
+#   after the first are cut short, so the default sweep stays under 15 minutes; 0 = none).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+here=$top/bench
+PREFIX=${PREFIX:-$top/_install}
+STOCK_MPICXX=${STOCK_MPICXX:-mpicxx.mpich}
+STOCK_MPIEXEC=${STOCK_MPIEXEC:-mpiexec.mpich}
+PY=/usr/bin/python3
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+BUDGET=${BUDGET:-}
+INSTALL_WAIT=${INSTALL_WAIT:-900}
+
+mode=default
+rounds=""
+only=""
+use_stock=1
+smoke_stock=0
+may_install=1
+while [ $# -gt 0 ]; do
+    case $1 in
+        --full) mode=full ;;
+        --smoke) mode=smoke ;;
+        --rounds) rounds=$2; shift ;;
+        --only) only=$2; shift ;;
+        --stock) smoke_stock=1 ;;
+        --no-stock) use_stock=0 ;;
+        --no-install) may_install=0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ "$mode" = smoke ] && use_stock=$smoke_stock
+[ -n "$rounds" ] || { [ "$mode" = smoke ] && rounds=1 || rounds=2; }
+# time budget for the default sweep: rounds after the first stop early when it runs out
+[ -n "$BUDGET" ] || { [ "$mode" = default ] && BUDGET=780 || BUDGET=0; }
+
+if [ "$mode" = smoke ]; then
+    OUT=${BENCH_OUT:-$top/_bench/smoke}
+else
+    OUT=${BENCH_OUT:-$top/_bench}
+fi
+t_start=$(date +%s)
+say() { printf '[bench %4ss] %s\n' "$(( $(date +%s) - t_start ))" "$*"; }
+die() { say "ERROR: $*" >&2; exit 3; }
+
+# ---- packages ------------------------------------------------------------------------------
+apt_updated=0
+need_pkg() {    # need_pkg PACKAGE CHECK-COMMAND...
+    local pkg=$1; shift
+    "$@" > /dev/null 2>&1 && return 0
+    [ "$may_install" = 1 ] || die "$pkg is missing (and --no-install was given)"
+    say "installing $pkg (apt-get)"
+    if [ $apt_updated = 0 ]; then
+        timeout 300 apt-get update > "$OUT/apt.log" 2>&1 || true
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y "$pkg" >> "$OUT/apt.log" 2>&1 \
+        || die "apt-get install $pkg failed (see $OUT/apt.log)"
+}
+
+mkdir -p "$OUT/build" "$OUT/logs"
+if [ "$use_stock" = 1 ]; then
+    need_pkg libmpich-dev command -v "$STOCK_MPICXX"
+    command -v "$STOCK_MPIEXEC" > /dev/null || die "$STOCK_MPIEXEC not found"
+fi
+if [ "$mode" != smoke ]; then
+    need_pkg python3-matplotlib $PY -c "import matplotlib"
+fi
+
+# ---- our install (may be rebuilt by someone else right now: wait for it) -------------------
+install_ok() {
+    [ -x "$PREFIX/bin/mpicxx" ] && [ -x "$PREFIX/bin/mpiexec" ] && [ -e "$PREFIX/lib/libmpi.so" ] \
+        && "$PREFIX/bin/mpichversion" > /dev/null 2>&1
+}
+wait_install() {
+    local waited=0
+    while ! install_ok; do
+        [ $waited -ge "$INSTALL_WAIT" ] && die "no usable MPICH install in $PREFIX after ${waited}s"
+        [ $waited = 0 ] && say "waiting for the install in $PREFIX (missing or being rebuilt)"
+        sleep 15; waited=$((waited + 15))
+    done
+}
+wait_install
+
+# ---- build ------------------------------------------------------------------------------------
+CXXFLAGS="-O3 -std=c++17 -Wall -Wextra -ffp-contract=off -pthread"
+srcs="$here/partbench.cpp $here/variants.cpp $here/halo.cpp $here/common.cpp"
+build() {       # build LABEL MPICXX LIBRARY-FILE   (skipped when nothing changed)
+    local exe=$OUT/build/partbench-$1 stamp
+    stamp=$(cat $srcs "$here/common.hpp" "$here/partbench.hpp" "$3" 2>/dev/null \
+            | sha256sum | cut -c1-16)-$(echo "$2 $CXXFLAGS" | sha256sum | cut -c1-8)
+    if [ -x "$exe" ] && [ "$(cat "$exe.stamp" 2>/dev/null)" = "$stamp" ]; then
+        say "$exe is up to date"
+        return 0
+    fi
+    say "building $exe with $2"
+    if ! $2 $CXXFLAGS $srcs -o "$exe.tmp" > "$OUT/logs/build-$1.log" 2>&1; then
+        cat "$OUT/logs/build-$1.log" >&2
+        return 1
+    fi
+    mv -f "$exe.tmp" "$exe"
+    echo "$stamp" > "$exe.stamp"
+}
+tries=0
+until build ours "$PREFIX/bin/mpicxx" "$PREFIX/lib/libmpi.so"; do
+    tries=$((tries + 1)); [ $tries -ge 3 ] && die "building against $PREFIX failed"
+    sleep 30; wait_install
+done
+if [ "$use_stock" = 1 ]; then
+    build stock "$(command -v "$STOCK_MPICXX")" /usr/lib/x86_64-linux-gnu/libmpich.so \
+        || die "building against stock MPICH failed"
+    # the stock binary must not pick up our library, nor ours the stock one
+    ldd "$OUT/build/partbench-stock" | grep -q "$PREFIX" && die "stock binary links $PREFIX"
+fi
+ldd "$OUT/build/partbench-ours" | grep -q "$PREFIX/lib/libmpi" \
+    || say "WARNING: the ours binary does not resolve libmpi from $PREFIX/lib (see ldd)"
+
+# ---- configurations ---------------------------------------------------------------------------
+# name|option split per launch|values|partbench options
+# Every value of the split option is its own launch, run for ours and then for stock, so the
+# two libraries alternate at a fine grain and share the machine's conditions.
+if [ "$mode" = smoke ]; then
+    configs="pipe-1x1|--sizes|8,64K|--pattern pipelined --threads 1 --theta 1
+pipe-4x8|--sizes|1K,1M|--pattern pipelined --threads 4 --theta 8
+aggr-4x32|--sizes|1K|--pattern aggr --aggr 0,1024,65536
+earlybird|--sizes|1M|--pattern earlybird --gamma 100
+earlybird-gauss|--sizes|1M|--pattern earlybird --gamma 0 --compute-us 300 --noise-model gaussian --noise 20
+overhead|--sizes|64K|--pattern overhead --noise 4
+halo|--grids|16|--pattern halo --theta 2"
+    xfail="corrupt-pipe|--sizes|64K|--pattern pipelined --variants part,p2p-single --corrupt
+corrupt-halo|--grids|16|--pattern halo --variants part --theta 2 --corrupt"
+    common="--smoke"
+elif [ "$mode" = full ]; then
+    all_sizes=8,64,512,1K,4K,16K,64K,256K,1M,4M,16M,64M
+    big_sizes=64K,256K,1M,4M,16M,64M
+    configs="pipe-1x1|--sizes|$all_sizes|--pattern pipelined --threads 1 --theta 1
+pipe-4x1|--sizes|$all_sizes|--pattern pipelined --threads 4 --theta 1
+pipe-4x32|--sizes|$all_sizes|--pattern pipelined --threads 4 --theta 32
+aggr-4x32|--sizes|8,64,512,1K,4K,16K,64K,256K,1M,4M|--pattern aggr --aggr 0,512,1024,4096,16384,65536
+earlybird|--sizes|$big_sizes|--pattern earlybird --gamma 10,100,1000 --variants part,p2p-single,p2p-many,rma-single-passive,rma-many-active
+earlybird-4x4|--sizes|$big_sizes|--pattern earlybird --theta 4 --gamma 100,1000
+overhead-1ms-single|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4
+overhead-1ms-uniform|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --noise-model uniform --noise 1,4
+overhead-1ms-gauss|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --noise-model gaussian --noise 1,4
+overhead-100ms-single|--sizes|$big_sizes|--pattern overhead --compute-us 100000 --noise-model single --noise 1,4 --iters 20 --attempts 3
+halo|--grids|32,64,128|--pattern halo
+halo-4x4|--grids|32,64,128|--pattern halo --theta 4"
+    xfail=""
+    common="--full"
+else
+    configs="pipe-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1
+pipe-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32
+aggr-4x32|--sizes|8,1K,64K,1M,4M|--pattern aggr --aggr 0,1024,16384,65536
+earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000
+overhead-1ms-single|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4
+overhead-1ms-uniform|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model uniform --noise 4
+overhead-1ms-gauss|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model gaussian --noise 4
+halo|--grids|32,64|--pattern halo"
+    xfail=""
+    common=""
+fi
+pick() { printf '%s\n' "$1" | awk -F'|' -v only=",$only," 'NF && (only == ",," || index(only, "," $1 ","))'; }
+configs=$(pick "$configs")
+xfail=$(pick "$xfail")
+[ -n "$configs$xfail" ] || die "no configuration selected"
+
+libs="ours"
+[ "$use_stock" = 1 ] && libs="ours stock"
+nlib=$(echo $libs | wc -w)
+count_launches() { printf '%s\n' "$1" | awk -F'|' 'NF { n += split($3, a, ",") } END { print n + 0 }'; }
+nl=$(count_launches "$configs")
+nx=$(count_launches "$xfail")
+total=$(( nl * nlib * rounds + nx ))
+rm -f "$OUT/results.csv" "$OUT/meta.txt" "$OUT"/logs/run-*.log
+{
+    echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "other busy processes at start: $(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 20 { printf "%s(%s%%) ", $2, $1 }')"
+} > "$OUT/run-info.txt"
+say "mode $mode: $(printf '%s\n' "$configs" | grep -c .) configurations, $total launches ($nlib libraries x $rounds round(s), one launch per size)$( [ "$nx" -gt 0 ] && echo ", $nx of them self-tests"); output in $OUT"
+say "machine: $(uname -srm), $(nproc) cores; NOTE: 4 threads per rank x 2 ranks oversubscribe $(nproc) cores, so multi-threaded timings include OS scheduling and other jobs on the machine"
+
+launch() {      # launch LIB NAME ROUND TAG OPTIONS...   -> exit status of the run; sets $log
+    local lib=$1 name=$2 round=$3 tag=$4; shift 4
+    local exe=$OUT/build/partbench-$lib mpiexec
+    if [ "$lib" = ours ]; then mpiexec=$PREFIX/bin/mpiexec; else mpiexec=$(command -v "$STOCK_MPIEXEC"); fi
+    log=$OUT/logs/run-$name-$tag-$lib-r$round.log
+    rm -f "$OUT/partial.csv"
+    timeout -k 10 "$RUN_TIMEOUT" "$mpiexec" -n 2 "$exe" --lib "$lib" --config "$name" \
+        --round "$round" --csv "$OUT/partial.csv" --meta "$OUT/meta.txt" \
+        --timeout $((RUN_TIMEOUT - 15)) $common "$@" < /dev/null > "$log" 2>&1
+    local rc=$?
+    grep -E '^  (ours|stock)' "$log" | sed 's/^  /      /' | cut -c1-200
+    return $rc
+}
+keep_rows() {   # append the launch's rows to results.csv
+    [ -s "$OUT/partial.csv" ] || return 0
+    if [ -s "$OUT/results.csv" ]; then
+        tail -n +2 "$OUT/partial.csv" >> "$OUT/results.csv"
+    else
+        cat "$OUT/partial.csv" > "$OUT/results.csv"
+    fi
+    rm -f "$OUT/partial.csv"
+}
+
+k=0
+fails=0
+passed=0
+failed_list=""
+for round in $(seq 1 "$rounds"); do
+    while IFS='|' read -r name splitopt values opts; do
+        [ -n "$name" ] || continue
+        for value in ${values//,/ }; do
+            if [ "$round" -gt 1 ] && [ "$BUDGET" -gt 0 ] && [ $(( $(date +%s) - t_start )) -ge "$BUDGET" ]; then
+                [ -z "${budget_note:-}" ] && say "time budget of ${BUDGET}s used up: the rest of round $round is skipped (those points keep round 1)"
+                budget_note=1
+                continue
+            fi
+            for lib in $libs; do
+                k=$((k + 1))
+                say "[$k/$total] $lib $name $splitopt $value (round $round)"
+                [ "$lib" = ours ] && wait_install
+                # shellcheck disable=SC2086
+                launch "$lib" "$name" "$round" "$value" $opts $splitopt "$value"
+                rc=$?
+                if [ $rc -ne 0 ] && [ $rc -ne 2 ]; then
+                    say "    $lib $name $value exited with $rc (crash, timeout or install in flux): retrying once in 20 s"
+                    tail -5 "$log" | sed 's/^/      /'
+                    sleep 20
+                    [ "$lib" = ours ] && wait_install
+                    # shellcheck disable=SC2086
+                    launch "$lib" "$name" "$round" "$value" $opts $splitopt "$value"
+                    rc=$?
+                fi
+                if [ $rc -eq 0 ] || [ $rc -eq 2 ]; then keep_rows; fi
+                if [ $rc -eq 0 ]; then
+                    passed=$((passed + 1))
+                else
+                    fails=$((fails + 1))
+                    failed_list="$failed_list $lib:$name:$value"
+                    say "    FAILED: $lib $name $value (exit $rc; log $log)"
+                    grep -E 'VERIFICATION|FATAL|TIMEOUT|Abort|error' "$log" | head -5 | sed 's/^/      /'
+                fi
+            done
+        done
+    done <<EOF
+$configs
+EOF
+done
+
+# self-tests: a spoiled byte must be caught (exit 2 and a VERIFICATION FAILED message)
+while IFS='|' read -r name splitopt values opts; do
+    [ -n "$name" ] || continue
+    k=$((k + 1))
+    say "[$k/$total] ours $name (self-test: must report a verification failure)"
+    # shellcheck disable=SC2086
+    launch ours "$name" 1 "$values" $opts $splitopt "$values"
+    rc=$?
+    rm -f "$OUT/partial.csv"
+    if [ $rc -eq 2 ] && grep -q "VERIFICATION FAILED" "$log"; then
+        passed=$((passed + 1))
+        say "    ok: the corruption was detected"
+    else
+        fails=$((fails + 1))
+        failed_list="$failed_list ours:$name"
+        say "    FAILED: the injected corruption was not detected (exit $rc)"
+    fi
+done <<EOF
+$xfail
+EOF
+
+elapsed=$(( $(date +%s) - t_start ))
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/run-info.txt"
+echo "elapsed: ${elapsed} s (build included)" >> "$OUT/run-info.txt"
+say "runs done after ${elapsed}s: $passed passed, $fails failed${failed_list:+ (}${failed_list# }${failed_list:+)}"
+
+if [ "$mode" != smoke ] && [ -s "$OUT/results.csv" ]; then
+    say "report: plots and summary"
+    $PY "$here/report.py" --out "$OUT" --elapsed "$elapsed" --mode "$mode" \
+        > "$OUT/logs/report.log" 2>&1 || { cat "$OUT/logs/report.log"; die "report.py failed"; }
+    cat "$OUT/logs/report.log"
+    say "CSV $OUT/results.csv, plots $OUT/plots/, summary $OUT/summary.md"
+fi
+echo "bench: $passed passed, $fails failed"
+[ $fails -eq 0 ] || exit 1
+exit 0
