@@ -110,7 +110,7 @@ else
     record demo 0 1
 fi
 
-step "all tests done after $(elapsed); results in _results/"
+step "all tests done after $(elapsed); results in $RESULTS/"
 [ -z "$failures" ] || echo "failed groups:$failures"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
