@@ -206,7 +206,6 @@ int MPIDI_PART_start(MPIR_Request * request)
     }
 
     if (op->is_send) {
-        int deferred = 0;
         MPIDI_PART_LOCK();
         op->active = 1;
         if (!MPL_atomic_acquire_load_int(&op->plan_ready)) {
@@ -214,7 +213,6 @@ int MPIDI_PART_start(MPIR_Request * request)
              * progress hook sends when the plan arrives */
             MPIR_cc_set(request->cc_ptr, 1);
             op->started_unplanned = 1;
-            deferred = 1;
         } else if (op->error) {
             request->status.MPI_ERROR = op->error;
             MPIR_cc_set(request->cc_ptr, 0);
@@ -231,7 +229,6 @@ int MPIDI_PART_start(MPIR_Request * request)
             }
         }
         MPIDI_PART_UNLOCK();
-        (void) deferred;
     } else {
         mpi_errno = MPIDI_PART_recv_start(op);
         MPIR_ERR_CHECK(mpi_errno);
