@@ -66,6 +66,8 @@ const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ran
   --timeout S        abort the whole run after S seconds (default 300)
   --corrupt          self-test: spoil one byte per run; verification must fail (exit 2)
   --dump             print every timed iteration's time (us) of every attempt
+  --thread-hint      part variant: info key mpich_part_thread_partitions = theta (each
+                     thread's partitions share a VCI when MPIR_CVAR_CH4_NUM_VCIS > 1)
 )";
 
 std::vector<double> parse_doubles(const std::string &s)
@@ -155,6 +157,8 @@ Options parse(int argc, char **argv)
             o.corrupt = true;
         else if (a == "--dump")
             o.dump = true;
+        else if (a == "--thread-hint")
+            o.thread_hint = true;
         else
             fatal("unknown option '%s' (see --help)", a.c_str());
     }
@@ -551,6 +555,7 @@ int run_pipelined(const Options &o, MPI_Comm world, Recorder &rec, MpiT &mpit, T
                 c.rbuf = rbuf;
                 c.team = &team;
                 c.spin_only = o.spin_only;
+                c.thread_hint = o.thread_hint;
                 c.thread_compute.assign(o.threads, 0);
                 c.thread_ready.assign(o.threads, 0);
 

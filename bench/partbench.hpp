@@ -31,6 +31,7 @@ struct Options {
     std::string wait = "block";     // block | yield | hybrid | auto
     bool full = false, smoke = false;
     bool dump = false;              // print every iteration's time
+    bool thread_hint = false;       // part: info mpich_part_thread_partitions = theta
 };
 
 // Context of one (size, variant) run on one rank. Rank 0 sends, rank 1 receives.
@@ -43,6 +44,7 @@ struct PipeCtx {
     uint8_t *sbuf = nullptr, *rbuf = nullptr;
     Team *team = nullptr;
     bool spin_only = false;
+    bool thread_hint = false;       // part: pass mpich_part_thread_partitions = theta
     // per iteration (sender)
     int iter = 0;
     uint32_t seed = 0;

@@ -414,6 +414,18 @@ def summary(d, meta_text, args, plots):
               "T(part) / T(p2p-single) | %s | %s (stock has no aggregation CVAR) | "
               "%s [T_ours(part, aggr) / T_stock(part)] |"
               % (human(b), av, wire, frm(a_ours, s_ours), frm(a_st, s_st), frm(a_ours, a_st)))
+    # VCIs: ours with MPIR_CVAR_CH4_NUM_VCIS=4 and the thread hint (stock has one VCI)
+    for b in (1024, 65536, 1 << 20):
+        v4 = d.one(config="vci4-4x32", variant="part", bytes=b, lib="ours")
+        v1 = d.one(config="pipe-4x32", variant="part", bytes=b, lib="ours")
+        if not v4:
+            continue
+        vals = pair_row("4 threads x 32 partitions, %s, ours with 4 VCIs and the thread hint: "
+                        "T(part) / T(p2p-single)" % human(b),
+                        lambda lib: dict(config="vci4-4x32", variant="part", bytes=b),
+                        lambda lib: dict(config="vci4-4x32", variant="p2p-single", bytes=b))
+        w("| 4 threads x 32 partitions, %s: T_ours(part, 4 VCIs) / T_ours(part, 1 VCI) | %s | "
+          "n/a | |" % (human(b), frm(v4, v1)))
     # early-bird
     for cfg in sorted({r["config"] for r in d.rows if r["pattern"] == "earlybird"}):
         gammas = sorted({r["gamma_us_per_MB"] for r in d.get(config=cfg)})

@@ -14,6 +14,8 @@
 #            --stock        with --smoke: also run the smoke sweep on stock MPICH
 #            --no-stock     skip stock MPICH (run ours only)
 #            --no-install   never apt-get install anything (fail instead)
+# In a configuration, --ours-env=VAR=VALUE sets VAR for our library's runs only (the vci4-*
+# configurations run ours with MPIR_CVAR_CH4_NUM_VCIS=4; stock MPICH has one VCI).
 # Environment: PREFIX (default <repo>/_install), STOCK_MPICXX (mpicxx.mpich),
 #   STOCK_MPIEXEC (mpiexec.mpich), BENCH_OUT (default <repo>/_bench, or _bench/smoke),
 #   RUN_TIMEOUT (seconds per launch, default 300), INSTALL_WAIT (seconds to wait for an
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
         --stock) smoke_stock=1 ;;
         --no-stock) use_stock=0 ;;
         --no-install) may_install=0 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -147,7 +149,8 @@ aggr-4x32|--sizes|1K|--pattern aggr --aggr 0,1024,65536
 earlybird|--sizes|1M|--pattern earlybird --gamma 100
 earlybird-gauss|--sizes|1M|--pattern earlybird --gamma 0 --compute-us 300 --noise-model gaussian --noise 20
 overhead|--sizes|64K|--pattern overhead --noise 4
-halo|--grids|16|--pattern halo --theta 2"
+halo|--grids|16|--pattern halo --theta 2
+vci-4x8|--sizes|64K|--pattern pipelined --threads 4 --theta 8 --variants part --thread-hint --ours-env=MPIR_CVAR_CH4_NUM_VCIS=4"
     xfail="corrupt-pipe|--sizes|64K|--pattern pipelined --variants part,p2p-single --corrupt
 corrupt-halo|--grids|16|--pattern halo --variants part --theta 2 --corrupt"
     common="--smoke"
@@ -158,6 +161,8 @@ elif [ "$mode" = full ]; then
 pipe-4x1|--sizes|$all_sizes|--pattern pipelined --threads 4 --theta 1
 pipe-4x32|--sizes|$all_sizes|--pattern pipelined --threads 4 --theta 32
 aggr-4x32|--sizes|8,64,512,1K,4K,16K,64K,256K,1M,4M|--pattern aggr --aggr 0,512,1024,4096,16384,65536
+vci4-4x32|--sizes|$all_sizes|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --thread-hint --ours-env=MPIR_CVAR_CH4_NUM_VCIS=4
+vci4-rr-4x32|--sizes|$all_sizes|--pattern pipelined --threads 4 --theta 32 --variants part --ours-env=MPIR_CVAR_CH4_NUM_VCIS=4
 earlybird|--sizes|$big_sizes|--pattern earlybird --gamma 10,100,1000 --variants part,p2p-single,p2p-many,rma-single-passive,rma-many-active
 earlybird-4x4|--sizes|$big_sizes|--pattern earlybird --theta 4 --gamma 100,1000
 overhead-1ms-single|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4
@@ -172,6 +177,7 @@ else
     configs="pipe-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1
 pipe-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32
 aggr-4x32|--sizes|8,1K,64K,1M,4M|--pattern aggr --aggr 0,1024,16384,65536
+vci4-4x32|--sizes|1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --thread-hint --ours-env=MPIR_CVAR_CH4_NUM_VCIS=4
 earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000
 overhead-1ms-single|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4
 overhead-1ms-uniform|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model uniform --noise 4
@@ -207,9 +213,20 @@ launch() {      # launch LIB NAME ROUND TAG OPTIONS...   -> exit status of the r
     if [ "$lib" = ours ]; then mpiexec=$PREFIX/bin/mpiexec; else mpiexec=$(command -v "$STOCK_MPIEXEC"); fi
     log=$OUT/logs/run-$name-$tag-$lib-r$round.log
     rm -f "$OUT/partial.csv"
-    timeout -k 10 "$RUN_TIMEOUT" "$mpiexec" -n 2 "$exe" --lib "$lib" --config "$name" \
+    # --ours-env=VAR=VALUE: an environment variable for our library only (e.g. VCIs: stock
+    # MPICH is built with one VCI and aborts when asked for more)
+    local genv="" a args=""
+    for a in "$@"; do
+        case $a in
+            --ours-env=*) a=${a#--ours-env=}
+                          [ "$lib" = ours ] && genv="$genv -genv ${a%%=*} ${a#*=}" ;;
+            *) args="$args $a" ;;
+        esac
+    done
+    # shellcheck disable=SC2086
+    timeout -k 10 "$RUN_TIMEOUT" "$mpiexec" $genv -n 2 "$exe" --lib "$lib" --config "$name" \
         --round "$round" --csv "$OUT/partial.csv" --meta "$OUT/meta.txt" \
-        --timeout $((RUN_TIMEOUT - 15)) $common "$@" < /dev/null > "$log" 2>&1
+        --timeout $((RUN_TIMEOUT - 15)) $common $args < /dev/null > "$log" 2>&1
     local rc=$?
     grep -E '^  (ours|stock)' "$log" | sed 's/^  /      /' | cut -c1-200
     return $rc

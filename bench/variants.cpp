@@ -63,12 +63,20 @@ class Part : public Variant {
   public:
     void setup(PipeCtx &c) override
     {
+        MPI_Info info = MPI_INFO_NULL;
+        if (c.thread_hint) {    // other libraries ignore the key
+            PB_MPI(MPI_Info_create(&info));
+            PB_MPI(MPI_Info_set(info, "mpich_part_thread_partitions",
+                                std::to_string(c.theta).c_str()));
+        }
         if (c.sender)
             PB_MPI(MPI_Psend_init(c.sbuf, c.nparts, (MPI_Count)c.part_bytes, MPI_BYTE, c.peer,
-                                  TAG_DATA, c.comm, MPI_INFO_NULL, &req_));
+                                  TAG_DATA, c.comm, info, &req_));
         else
             PB_MPI(MPI_Precv_init(c.rbuf, c.nparts, (MPI_Count)c.part_bytes, MPI_BYTE, c.peer,
-                                  TAG_DATA, c.comm, MPI_INFO_NULL, &req_));
+                                  TAG_DATA, c.comm, info, &req_));
+        if (info != MPI_INFO_NULL)
+            PB_MPI(MPI_Info_free(&info));
     }
     void recv_arm(PipeCtx &) override { PB_MPI(MPI_Start(&req_)); }
     void recv_complete(PipeCtx &) override { wait_one(&req_); }

@@ -24,7 +24,7 @@ PREFIX=${PREFIX:-$top/_install}
 BUILD_DIR=${BUILD_DIR:-$top/_build}
 DEFAULT_CONFIGURE_ARGS="--with-device=ch4:ucx --with-ucx=/usr --with-hwloc=/usr \
 --with-datatype-engine=dataloop --disable-fortran --disable-romio \
---enable-g=none --enable-fast=O2 --enable-threads=multiple"
+--enable-g=none --enable-fast=O2 --enable-threads=multiple --enable-thread-cs=per-vci --with-ch4-max-vcis=16"
 args="${CONFIGURE_ARGS:-$DEFAULT_CONFIGURE_ARGS} ${EXTRA_CONFIGURE_ARGS:-}"
 
 t_start=$(date +%s)

@@ -8,6 +8,8 @@
 #      through MPICH's runtests: once as is (shared memory between the two ranks), once with
 #      MPIR_CVAR_NOLOCAL=1 (every message through the network module)
 #   4. the demo, which verifies its data
+#   5. a smoke run of the benchmark suite (bench/run.sh --smoke: our MPICH, a few sizes, data
+#      verified), so that the suite cannot rot
 # Writes TAP and JUnit files into _results/ and prints "N passed, M failed"; exits non-zero
 # on any failure.
 #
@@ -108,6 +110,16 @@ if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -pthread -o "$BUILD_DIR/par
 else
     tail -20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null
     record demo 0 1
+fi
+
+# ---- benchmark smoke run ------------------------------------------------------------------
+step "benchmark suite smoke run (bench/run.sh --smoke: tiny sweep, data verified)"
+if PREFIX="$PREFIX" BENCH_OUT="$RESULTS/bench-smoke" timeout 600 "$top/bench/run.sh" --smoke \
+        > "$RESULTS/bench-smoke.log" 2>&1; then
+    record bench-smoke 1 0
+else
+    tail -20 "$RESULTS/bench-smoke.log"
+    record bench-smoke 0 1
 fi
 
 step "all tests done after $(elapsed); results in $RESULTS/"

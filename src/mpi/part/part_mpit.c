@@ -29,5 +29,8 @@ int MPIDI_PART_mpit_init(void)
         "Partitioned receive operations on the CTS path (reserved tag ids used up)");
     reg(&MPIDI_PART_pvars.first_iter_deferred, "part_first_iter_deferred",
         "Wire messages whose send waited for the receiver's first answer");
+    reg(&MPIDI_PART_pvars.vci_spread_msgs, "part_vci_spread_msgs",
+        "Wire messages sent or received (counted when posted) on a VCI other than VCI 0, "
+        "spread there by MPIR_CVAR_PART_VCIS (per-VCI builds)");
     return MPI_SUCCESS;
 }

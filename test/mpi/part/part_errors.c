@@ -28,6 +28,9 @@
  *   stray message: a wildcard-source user receive on the same tag gets the user message, and
  *   a new partitioned pair on the same tag with a different geometry gets the right data.
  * - Zero-size partitions (count 0) complete, MPI_Parrived becomes true, buffers untouched.
+ * - An invalid value of the info key mpich_part_thread_partitions ("0", "abc", "2x", more
+ *   than the partitions) makes MPI_Psend_init and MPI_Precv_init fail with
+ *   MPI_ERR_INFO_VALUE and a message naming the key, and sends nothing to the peer.
  * - Finally a normal transfer succeeds and no user-visible message is left on the
  *   communicator. Nothing may crash or hang.
  */
@@ -431,6 +434,45 @@ static void init_free(void)
 
 /* ---- zero-size partitions --------------------------------------------------------------- */
 
+static void info_hint_errors(void)
+{
+    const char *bad[] = { "0", "abc", "2x", "5", "-1" };
+    int buf[16];
+    MPI_Info info;
+    MPI_Request req;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len;
+
+    MPI_Info_create(&info);
+    for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++) {
+        MPI_Info_set(info, "mpich_part_thread_partitions", bad[i]);
+        for (int side = 0; side < 2; side++) {
+            char what[128];
+            int err;
+            req = MPI_REQUEST_NULL;
+            snprintf(what, sizeof(what), "%s with mpich_part_thread_partitions=%s (4 partitions)",
+                     side ? "MPI_Precv_init" : "MPI_Psend_init", bad[i]);
+            if (side == 0)
+                err = MPI_Psend_init(buf, 4, 4, MPI_INT, 1 - rank, 40, comm, info, &req);
+            else
+                err = MPI_Precv_init(buf, 4, 4, MPI_INT, 1 - rank, 40, comm, info, &req);
+            expect(err, MPI_ERR_INFO_VALUE, what);
+            if (err != MPI_SUCCESS) {
+                MPI_Error_string(err, msg, &len);
+                if (strstr(msg, "mpich_part_thread_partitions") == NULL) {
+                    fprintf(stderr, "rank %d: %s: message does not name the key: %s\n", rank,
+                            what, msg);
+                    errs++;
+                }
+            } else if (req != MPI_REQUEST_NULL) {
+                MPI_Request_free(&req);
+            }
+        }
+    }
+    MPI_Info_free(&info);
+    pair_sync();
+}
+
 static void zero_size(void)
 {
     int buf[4] = { 0 }, flag;
@@ -544,6 +586,7 @@ int main(int argc, char *argv[])
     proc_null();
     init_free();
     zero_size();
+    info_hint_errors();
     final_transfer();
     parrived_null();
 

@@ -15,6 +15,7 @@ mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_plan.c \
                     src/mpid/ch4/netmod/part/part_req.c \
                     src/mpid/ch4/netmod/part/part_xfer.c \
+                    src/mpid/ch4/netmod/part/part_vci.c \
                     src/mpi/part/part_mpit.c
 
 errnames_txt_files += src/mpid/ch4/netmod/part/errnames.txt

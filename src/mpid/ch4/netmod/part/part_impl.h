@@ -35,11 +35,15 @@ typedef struct MPIDI_PART_hdr {
     int context_id;             /* RTS: sender's context id */
     uint64_t sop;               /* the sender's operation (echoed back in PLAN and CTS) */
     int partitions;             /* RTS: sender's partition count */
+    int thread_parts;           /* RTS: sender's mpich_part_thread_partitions hint (0: none) */
     int status;                 /* PLAN */
     int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's total bytes */
     MPIDI_PART_plan_t plan;     /* PLAN */
     int path;                   /* PLAN */
     int tag_id;                 /* PLAN (tag path) or CTS (the iteration's lease) */
+    int vci_n;                  /* PLAN: VCIs the messages are spread over (1: none) */
+    int vci_parts, vci_ppt;     /* PLAN: message m's VCI is MPIDI_PART_plan_vci(plan,
+                                 * vci_parts, m, vci_n, vci_ppt) on both sides */
 } MPIDI_PART_hdr_t;
 
 /* A handshake message waiting for the progress hook. */
@@ -77,6 +81,7 @@ typedef struct MPIDI_PART_op {
     /* peer (receiver: from the RTS) */
     uint64_t sop;
     int peer_partitions;
+    int peer_thread_parts;              /* the sender's thread hint */
     MPI_Aint peer_bytes;
 
     /* the plan */
@@ -87,6 +92,9 @@ typedef struct MPIDI_PART_op {
     int ppm;                            /* local partitions per (full) wire message */
     int error;                          /* mpi_errno every iteration completes with */
     int thread_parts;                   /* info hint: partitions one thread owns (0: none) */
+    int nvcis;                          /* VCIs the messages use (1: the comm's own) */
+    uint8_t *msg_vci;                   /* VCI of each message (nvcis > 1) */
+    MPIR_Comm **vcomm;                  /* per VCI: a view of comm bound to it (part_vci.c) */
 
     /* per iteration */
     int active;                         /* between start and the last completion */
@@ -135,6 +143,7 @@ typedef struct MPIDI_PART_pvars {
     MPL_atomic_uint64_t user_parts_sent;
     MPL_atomic_uint64_t cts_path_ops;
     MPL_atomic_uint64_t first_iter_deferred;
+    MPL_atomic_uint64_t vci_spread_msgs;
 } MPIDI_PART_pvars_t;
 extern MPIDI_PART_pvars_t MPIDI_PART_pvars;
 int MPIDI_PART_mpit_init(void);
@@ -173,7 +182,21 @@ int MPIDI_PART_cts_arrived(MPIDI_PART_op_t * op, int id);
 int MPIDI_PART_alloc_msgs(MPIDI_PART_op_t * op);
 void MPIDI_PART_reset_iteration(MPIDI_PART_op_t * op);
 void MPIDI_PART_complete_now(MPIR_Request * req, int count);
-int MPIDI_PART_poll_completions(void);
+int MPIDI_PART_poll_completions(uint64_t * vci_mask);
 void MPIDI_PART_unpoll(MPIDI_PART_op_t * op);    /* lock held */
+
+/* part_vci.c: VCI spreading */
+int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs);
+int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map_ppt);
+void MPIDI_PART_vci_release(MPIDI_PART_op_t * op);      /* lock not held */
+void MPIDI_PART_vci_finalize(void);
+int MPIDI_PART_vci_progress(uint64_t mask, int with_hooks);
+int MPIDI_PART_vci_progress_msg(MPIDI_PART_op_t * op, int m);
+
+/* The communicator object message m travels on. */
+static inline MPIR_Comm *MPIDI_PART_msg_comm(MPIDI_PART_op_t * op, int m)
+{
+    return op->nvcis > 1 ? op->vcomm[op->msg_vci[m]] : op->comm;
+}
 
 #endif /* PART_IMPL_H_INCLUDED */

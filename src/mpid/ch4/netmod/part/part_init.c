@@ -79,6 +79,7 @@ int MPIDI_PART_finalize(void)
         }
         op = next;
     }
+    MPIDI_PART_vci_finalize();
     MPIDI_PART_ids_finalize();
     MPID_Thread_mutex_destroy(&MPIDI_PART_global.lock, &err);
     MPIDI_PART_global.initialized = 0;

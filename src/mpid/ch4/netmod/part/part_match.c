@@ -82,6 +82,7 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
             if (op->wreq[m])
                 MPIR_Request_free(op->wreq[m]);
     }
+    MPIDI_PART_vci_release(op);
     MPIR_Comm_release(op->comm);
     MPL_free(op->wreq);
     MPL_free(op->counted);
@@ -138,6 +139,15 @@ int MPIDI_PART_recv_matched(MPIDI_PART_op_t * op)
         if (op->path == MPIDI_PART_PATH_CTS)
             MPIDI_PART_PVAR_ADD(cts_path_ops, 1);
         mpi_errno = MPIDI_PART_alloc_msgs(op);
+        MPIR_ERR_CHECK(mpi_errno);
+        /* VCIs: by the sender's thread layout if it gave one (its threads send), else by ours,
+         * else round-robin */
+        hdr.vci_n = MPIDI_PART_vci_count(op->comm, op->plan.nmsgs);
+        hdr.vci_parts = op->peer_thread_parts > 0 ? op->peer_partitions : op->partitions;
+        hdr.vci_ppt = op->peer_thread_parts > 0 ? op->peer_thread_parts : op->thread_parts;
+        if (!equal)     /* one wire message */
+            hdr.vci_ppt = 0;
+        mpi_errno = MPIDI_PART_vci_setup(op, hdr.vci_n, hdr.vci_parts, hdr.vci_ppt);
         MPIR_ERR_CHECK(mpi_errno);
         hdr.status = MPIDI_PART_PLAN_STATUS_OK;
         hdr.plan = op->plan;
@@ -315,6 +325,7 @@ static int handle_rts(MPIDI_PART_inbox_t * e)
             MPIDI_PART_global.posted_tail = prev;
         op->sop = e->hdr.sop;
         op->peer_partitions = e->hdr.partitions;
+        op->peer_thread_parts = e->hdr.thread_parts;
         op->peer_bytes = e->hdr.bytes;
     } else {
         e->next = NULL;
@@ -395,8 +406,14 @@ int MPIDI_PART_progress(int *made_progress)
 
     mpi_errno = MPIDI_PART_serve_leases();
     MPIR_ERR_CHECK(mpi_errno);
-    if (MPIDI_PART_poll_completions())
+    uint64_t vci_mask;
+    if (MPIDI_PART_poll_completions(&vci_mask))
         *made_progress = 1;
+    if (vci_mask) {
+        /* a waiter polls only its request's VCI: move the VCIs our messages are on */
+        mpi_errno = MPIDI_PART_vci_progress(vci_mask, 0);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
     MPIDI_PART_LOCK();
     MPL_atomic_release_store_int(&MPIDI_PART_global.work,

@@ -6,16 +6,45 @@
  */
 #include "part_impl.h"
 
+/* The info key mpich_part_thread_partitions: how many consecutive partitions one thread
+ * readies (sender) or polls (receiver). 0 when absent; an error unless 1..partitions. */
+static int thread_parts_hint(MPIR_Info * info, int partitions, int *value)
+{
+    int mpi_errno = MPI_SUCCESS, flag = 0;
+    char str[MPI_MAX_INFO_VAL + 1], *end;
+
+    *value = 0;
+    if (info == NULL)
+        goto fn_exit;
+    mpi_errno = MPIR_Info_get_impl(info, "mpich_part_thread_partitions", MPI_MAX_INFO_VAL, str,
+                                   &flag);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (!flag)
+        goto fn_exit;
+    long v = strtol(str, &end, 10);
+    MPIR_ERR_CHKANDJUMP2(end == str || *end != '\0' || v < 1 || v > partitions, mpi_errno,
+                         MPI_ERR_INFO_VALUE, "**partthreadhint", "**partthreadhint %s %d", str,
+                         partitions);
+    *value = (int) v;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype, int peer,
-                     int tag, MPIR_Comm * comm, MPIR_Request_kind_t kind, MPIR_Request ** request,
-                     MPIDI_PART_op_t ** op_out)
+                     int tag, MPIR_Comm * comm, MPIR_Info * info, MPIR_Request_kind_t kind,
+                     MPIR_Request ** request, MPIDI_PART_op_t ** op_out)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *req = NULL;
     MPIDI_PART_op_t *op = NULL;
+    int thread_parts;
 
     MPIR_ERR_CHKANDJUMP1(count < 0, mpi_errno, MPI_ERR_COUNT, "**partcount", "**partcount %d",
                          (int) count);
+    mpi_errno = thread_parts_hint(info, partitions, &thread_parts);
+    MPIR_ERR_CHECK(mpi_errno);
 
     MPIDI_CH4_REQUEST_CREATE(req, kind, 0, 1);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
@@ -46,6 +75,8 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     op->req = req;
     op->is_send = (kind == MPIR_REQUEST_KIND__PART_SEND);
     op->refs = 1;
+    op->thread_parts = thread_parts;
+    op->nvcis = 1;
     op->buf = buf;
     op->count = count;
     op->datatype = datatype;
@@ -109,7 +140,7 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op;
 
-    mpi_errno = op_create((void *) buf, partitions, count, datatype, dest, tag, comm,
+    mpi_errno = op_create((void *) buf, partitions, count, datatype, dest, tag, comm, info,
                           MPIR_REQUEST_KIND__PART_SEND, request, &op);
     MPIR_ERR_CHECK(mpi_errno);
     if (dest == MPI_PROC_NULL)
@@ -124,6 +155,7 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     hdr.context_id = comm->context_id;
     hdr.sop = (uint64_t) (uintptr_t) op;
     hdr.partitions = partitions;
+    hdr.thread_parts = op->thread_parts;
     hdr.bytes = op->total_bytes;
     op->refs++;
     mpi_errno = MPIDI_PART_send_hdr(op, &hdr);
@@ -143,7 +175,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     MPIDI_PART_op_t *op;
     MPIR_Request *req;
 
-    mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm,
+    mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm, info,
                           MPIR_REQUEST_KIND__PART_RECV, request, &op);
     MPIR_ERR_CHECK(mpi_errno);
     req = *request;
@@ -182,6 +214,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     if (rts) {
         op->sop = rts->hdr.sop;
         op->peer_partitions = rts->hdr.partitions;
+        op->peer_thread_parts = rts->hdr.thread_parts;
         op->peer_bytes = rts->hdr.bytes;
         MPL_free(rts);
         mpi_errno = MPIDI_PART_recv_matched(op);
@@ -378,7 +411,10 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
             }
         }
         if (attempt == 0) {
-            mpi_errno = MPID_Progress_test(NULL);
+            /* bounded progress on the VCI that carries the partition */
+            int m = MPL_atomic_acquire_load_int(&op->plan_ready) && op->wreq ?
+                MPIDI_PART_plan_msg_of(&op->plan, op->partitions, partition) : -1;
+            mpi_errno = MPIDI_PART_vci_progress_msg(op, m);
             MPIR_ERR_CHECK(mpi_errno);
         }
     }

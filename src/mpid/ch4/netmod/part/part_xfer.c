@@ -4,7 +4,8 @@
  *
  * Wire messages are ordinary MPID_Isend/MPID_Irecv on the collective context with tags
  * above every user and collective tag (part_plan.h), so they work over every netmod and
- * shared memory, and no user receive (MPI_ANY_TAG included) can match them.
+ * shared memory, and no user receive (MPI_ANY_TAG included) can match them. Each goes
+ * through the communicator view of its VCI (part_vci.c).
  */
 #include "part_impl.h"
 
@@ -50,19 +51,26 @@ void MPIDI_PART_unpoll(MPIDI_PART_op_t * op)
     op->polled = 0;
 }
 
-int MPIDI_PART_poll_completions(void)
+/* Count completed messages; *vci_mask gets the VCIs that still carry uncounted ones (ops
+ * spread over several VCIs: a waiter's progress covers only its request's VCI). */
+int MPIDI_PART_poll_completions(uint64_t * vci_mask)
 {
     int done_any = 0;
+    *vci_mask = 0;
     MPIDI_PART_LOCK();
     for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.polling; *pp;) {
         MPIDI_PART_op_t *op = *pp;
         for (int m = 0; m < op->plan.nmsgs; m++) {
             MPIR_Request *r = op->wreq[m];
-            if (r && !op->counted[m] && MPIR_Request_is_complete(r)) {
-                op->counted[m] = 1;
-                op->ncounted++;
-                MPIR_cc_dec(op->req->cc_ptr);
-                done_any = 1;
+            if (r && !op->counted[m]) {
+                if (MPIR_Request_is_complete(r)) {
+                    op->counted[m] = 1;
+                    op->ncounted++;
+                    MPIR_cc_dec(op->req->cc_ptr);
+                    done_any = 1;
+                } else if (op->nvcis > 1) {
+                    *vci_mask |= (uint64_t) 1 << op->msg_vci[m];
+                }
             }
         }
         if (op->ncounted == op->plan.nmsgs) {
@@ -95,11 +103,13 @@ int MPIDI_PART_send_msg(MPIDI_PART_op_t * op, int m)
     MPIDI_PART_plan_msg_range(&op->plan, op->partitions, m, &first, &nparts);
     mpi_errno = MPID_Isend(op->buf + first * op->part_extent, nparts * op->count, op->datatype,
                            op->peer, MPIDI_PART_tag_encode(&MPIDI_PART_global.layout, id, m),
-                           op->comm, MPIR_CONTEXT_INTRA_COLL, &r);
+                           MPIDI_PART_msg_comm(op, m), MPIR_CONTEXT_INTRA_COLL, &r);
     MPIR_ERR_CHECK(mpi_errno);
     op->wreq[m] = r;
     attach_completion(op, m);
     MPIDI_PART_PVAR_ADD(wire_msgs_sent, 1);
+    if (op->nvcis > 1 && op->msg_vci[m] != 0)
+        MPIDI_PART_PVAR_ADD(vci_spread_msgs, 1);
     MPIDI_PART_PVAR_ADD(user_parts_sent, nparts);
 
   fn_exit:
@@ -122,11 +132,13 @@ int MPIDI_PART_post_recvs(MPIDI_PART_op_t * op, int id)
         MPIR_cc_inc(req->cc_ptr);
         mpi_errno = MPID_Irecv(op->buf + first * op->part_extent, nparts * op->count,
                                op->datatype, op->peer,
-                               MPIDI_PART_tag_encode(&MPIDI_PART_global.layout, id, m), op->comm,
-                               MPIR_CONTEXT_INTRA_COLL, &r);
+                               MPIDI_PART_tag_encode(&MPIDI_PART_global.layout, id, m),
+                               MPIDI_PART_msg_comm(op, m), MPIR_CONTEXT_INTRA_COLL, &r);
         MPIR_ERR_CHECK(mpi_errno);
         op->wreq[m] = r;
         attach_completion(op, m);
+        if (op->nvcis > 1 && op->msg_vci[m] != 0)
+            MPIDI_PART_PVAR_ADD(vci_spread_msgs, 1);
     }
     MPIDI_PART_PVAR_ADD(wire_msgs_recvd, op->plan.nmsgs);
     MPIDI_PART_complete_now(req, 1);    /* the placeholder */
@@ -224,6 +236,8 @@ int MPIDI_PART_install_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * 
         op->path = hdr->path;
         op->tag_id = hdr->tag_id;
         mpi_errno = MPIDI_PART_alloc_msgs(op);
+        MPIR_ERR_CHECK(mpi_errno);
+        mpi_errno = MPIDI_PART_vci_setup(op, hdr->vci_n, hdr->vci_parts, hdr->vci_ppt);
         MPIR_ERR_CHECK(mpi_errno);
         tosend = MPL_malloc(sizeof(int) * (op->plan.nmsgs + 1), MPL_MEM_OTHER);
         MPIR_ERR_CHKANDJUMP(tosend == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
