@@ -92,9 +92,10 @@ typedef struct MPIDI_PART_op {
     int ppm;                            /* local partitions per (full) wire message */
     int error;                          /* mpi_errno every iteration completes with */
     int thread_parts;                   /* info hint: partitions one thread owns (0: none) */
-    int nvcis;                          /* VCIs the messages use (1: the comm's own) */
-    uint8_t *msg_vci;                   /* VCI of each message (nvcis > 1) */
-    MPIR_Comm **vcomm;                  /* per VCI: a view of comm bound to it (part_vci.c) */
+    int nvcis;                          /* VCIs the messages use */
+    uint8_t *msg_vci;                   /* VCI of each message (when vcomm is set) */
+    MPIR_Comm **vcomm;                  /* per VCI: a view of comm bound to it (part_vci.c);
+                                         * NULL with one VCI in the process: use comm */
 
     /* per iteration */
     int active;                         /* between start and the last completion */
@@ -196,7 +197,7 @@ int MPIDI_PART_vci_progress_msg(MPIDI_PART_op_t * op, int m);
 /* The communicator object message m travels on. */
 static inline MPIR_Comm *MPIDI_PART_msg_comm(MPIDI_PART_op_t * op, int m)
 {
-    return op->nvcis > 1 ? op->vcomm[op->msg_vci[m]] : op->comm;
+    return op->vcomm ? op->vcomm[op->msg_vci[m]] : op->comm;
 }
 
 #endif /* PART_IMPL_H_INCLUDED */

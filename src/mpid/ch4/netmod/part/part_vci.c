@@ -40,19 +40,26 @@ typedef struct orphan {
 
 static orphan_t *orphans;       /* views an internal request still referenced (lock held) */
 
-int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs)
+/* Several VCIs exist and ch4 honours VCI hints on comm. */
+static int multi_vci(MPIR_Comm * comm)
 {
 #if MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__VCI
+    /* ch4 ignores the VCI hints (uses VCI 0) on the other communicators */
+    return MPIDI_global.n_vcis > 1 && comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
+        !comm->tainted;
+#else
+    return 0;
+#endif
+}
+
+int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs)
+{
+    if (!multi_vci(comm))
+        return 1;
     int n = MPIDI_global.n_vcis;
     if (MPIR_CVAR_PART_VCIS > 0 && MPIR_CVAR_PART_VCIS < n)
         n = MPIR_CVAR_PART_VCIS;
-    /* ch4 ignores the VCI hints (uses VCI 0) on these communicators */
-    if (comm->comm_kind != MPIR_COMM_KIND__INTRACOMM || comm->tainted)
-        n = 1;
     return n < nmsgs ? n : (nmsgs > 0 ? nmsgs : 1);
-#else
-    return 1;
-#endif
 }
 
 static MPIR_Comm *view_create(MPIR_Comm * comm, int vci)
@@ -88,8 +95,13 @@ int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map
     int n = op->plan.nmsgs;
 
     op->nvcis = 1;
-    if (nvcis <= 1 || n <= 1)
+    /* With several VCIs, even one used VCI is bound explicitly (VCI 0 when nvcis is 1):
+     * the communicator's own VCI may be another one, which a waiter on the partitioned
+     * request (VCI 0) would not poll. */
+    if (n < 1 || (nvcis <= 1 && !multi_vci(op->comm)))
         goto fn_exit;
+    if (nvcis < 1)
+        nvcis = 1;
 
     op->msg_vci = MPL_malloc(n * sizeof(*op->msg_vci), MPL_MEM_OTHER);
     op->vcomm = MPL_calloc(nvcis, sizeof(MPIR_Comm *), MPL_MEM_OTHER);
@@ -161,7 +173,7 @@ int MPIDI_PART_vci_progress(uint64_t mask, int with_hooks)
  * threads polling their own partitions then touch only their own VCI's lock. */
 int MPIDI_PART_vci_progress_msg(MPIDI_PART_op_t * op, int m)
 {
-    if (m < 0 || op->nvcis <= 1)
+    if (m < 0 || op->vcomm == NULL)
         return MPID_Progress_test(NULL);
     return MPIDI_PART_vci_progress((uint64_t) 1 << op->msg_vci[m],
                                    op->path != MPIDI_PART_PATH_TAG);

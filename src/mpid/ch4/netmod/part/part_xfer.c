@@ -68,7 +68,7 @@ int MPIDI_PART_poll_completions(uint64_t * vci_mask)
                     op->ncounted++;
                     MPIR_cc_dec(op->req->cc_ptr);
                     done_any = 1;
-                } else if (op->nvcis > 1) {
+                } else if (op->vcomm) {
                     *vci_mask |= (uint64_t) 1 << op->msg_vci[m];
                 }
             }
@@ -108,7 +108,7 @@ int MPIDI_PART_send_msg(MPIDI_PART_op_t * op, int m)
     op->wreq[m] = r;
     attach_completion(op, m);
     MPIDI_PART_PVAR_ADD(wire_msgs_sent, 1);
-    if (op->nvcis > 1 && op->msg_vci[m] != 0)
+    if (op->vcomm && op->msg_vci[m] != 0)
         MPIDI_PART_PVAR_ADD(vci_spread_msgs, 1);
     MPIDI_PART_PVAR_ADD(user_parts_sent, nparts);
 
@@ -137,7 +137,7 @@ int MPIDI_PART_post_recvs(MPIDI_PART_op_t * op, int id)
         MPIR_ERR_CHECK(mpi_errno);
         op->wreq[m] = r;
         attach_completion(op, m);
-        if (op->nvcis > 1 && op->msg_vci[m] != 0)
+        if (op->vcomm && op->msg_vci[m] != 0)
             MPIDI_PART_PVAR_ADD(vci_spread_msgs, 1);
     }
     MPIDI_PART_PVAR_ADD(wire_msgs_recvd, op->plan.nmsgs);
