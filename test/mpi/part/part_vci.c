@@ -12,7 +12,10 @@
  *   of messages with VCI != 0 under that rule, on the sender (sent) and on the receiver
  *   (posted). With one VCI the delta is 0.
  * - MPI_Parrived polling (which progresses only the partition's VCI) and MPI_Wait (whose
- *   progress covers the request's VCI; the engine moves the others) both complete.
+ *   progress covers the request's VCI; the engine moves the others) both complete. Run with
+ *   MPIR_CVAR_CH4_GLOBAL_PROGRESS=0 this proves the messages really travel on the VCIs the
+ *   engine polls (the pvar only counts the engine's choice): otherwise MPI_Parrived spins
+ *   forever and the test times out.
  * - Every received byte is checked in every iteration.
  */
 

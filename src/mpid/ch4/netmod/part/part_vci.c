@@ -1,8 +1,9 @@
 /*
  * part_vci.c: spreading an operation's wire messages over VCIs (per-VCI builds).
  *
- * ch4 picks the VCI of a send or receive from the communicator: its "sender_vci" and
- * "receiver_vci" hints when set, else a hash. For each VCI v an operation uses, the engine
+ * ch4 picks the VCI of a send or receive from the communicator: its seq number (VCI method
+ * "communicator", the default), or its "sender_vci"/"receiver_vci" hints (method "implicit").
+ * For each VCI v an operation uses, the engine
  * keeps a private copy of the user's communicator object with both hints set to v (a "VCI
  * view": same context ids, ranks and address tables, never registered as an MPI handle), and
  * posts message m's internal send or receive on the view of its VCI. Both sides compute m's
@@ -69,6 +70,9 @@ static MPIR_Comm *view_create(MPIR_Comm * comm, int vci)
         return NULL;
     memcpy(view, comm, sizeof(MPIR_Comm));
     MPIR_Object_set_ref(view, 1);       /* the operation's; internal requests add theirs */
+    /* ch4 takes the VCI from comm->seq (--enable-ch4-vci-method=communicator, the default
+     * of 4.0.2's per-VCI builds) or from these hints (implicit method): set both */
+    view->seq = vci;
     view->hints[MPIR_COMM_HINT_SENDER_VCI] = vci;
     view->hints[MPIR_COMM_HINT_RECEIVER_VCI] = vci;
     return view;
