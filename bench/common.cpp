@@ -402,10 +402,9 @@ void MpiT::fini()
     ok = false;
 }
 
-bool MpiT::cvar_write_int(const char *name, int value)
+// Read or write one int CVAR by name (write when `write`, else read into *value).
+static bool cvar_access_int(const char *name, int *value, bool write)
 {
-    if (!ok)
-        return false;
     int idx = -1;
     if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS || idx < 0)
         return false;
@@ -413,25 +412,19 @@ bool MpiT::cvar_write_int(const char *name, int value)
     int count = 0;
     if (MPI_T_cvar_handle_alloc(idx, nullptr, &h, &count) != MPI_SUCCESS)
         return false;
-    bool good = MPI_T_cvar_write(h, &value) == MPI_SUCCESS;
+    bool good = (write ? MPI_T_cvar_write(h, value) : MPI_T_cvar_read(h, value)) == MPI_SUCCESS;
     MPI_T_cvar_handle_free(&h);
     return good;
 }
 
+bool MpiT::cvar_write_int(const char *name, int value)
+{
+    return ok && cvar_access_int(name, &value, true);
+}
+
 bool MpiT::cvar_read_int(const char *name, int *value)
 {
-    if (!ok)
-        return false;
-    int idx = -1;
-    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS || idx < 0)
-        return false;
-    MPI_T_cvar_handle h;
-    int count = 0;
-    if (MPI_T_cvar_handle_alloc(idx, nullptr, &h, &count) != MPI_SUCCESS)
-        return false;
-    bool good = MPI_T_cvar_read(h, value) == MPI_SUCCESS;
-    MPI_T_cvar_handle_free(&h);
-    return good;
+    return ok && cvar_access_int(name, value, false);
 }
 
 bool MpiT::pvar_read_ull(const char *name, unsigned long long *value)

@@ -173,6 +173,17 @@ class P2pMany : public Variant {
 
 // ---------------------------------------------------------------------------------------
 
+// RMA variants: thread tid produces its partitions and puts each one into the window.
+static void put_parts(PipeCtx &c, int tid, MPI_Win w)
+{
+    for (int k = 0; k < c.theta; k++) {
+        c.produce(tid, k);
+        size_t off = (size_t)(c.first_part(tid) + k) * c.part_bytes;
+        PB_MPI(MPI_Put(c.sbuf + off, (int)c.part_bytes, MPI_BYTE, c.peer, (MPI_Aint)off,
+                       (int)c.part_bytes, MPI_BYTE, w));
+    }
+}
+
 class RmaPassive : public Variant {
     bool many_;
     std::vector<MPI_Win> wins_;
@@ -212,12 +223,7 @@ class RmaPassive : public Variant {
         recv_msg(nullptr, 0, MPI_BYTE, c.peer, TAG_READY, fcomm_);
         c.team->run([&](int tid) {
             MPI_Win w = wins_[many_ ? tid : 0];
-            for (int k = 0; k < c.theta; k++) {
-                c.produce(tid, k);
-                size_t off = (size_t)(c.first_part(tid) + k) * c.part_bytes;
-                PB_MPI(MPI_Put(c.sbuf + off, (int)c.part_bytes, MPI_BYTE, c.peer, (MPI_Aint)off,
-                               (int)c.part_bytes, MPI_BYTE, w));
-            }
+            put_parts(c, tid, w);
             if (many_)
                 PB_MPI(MPI_Win_flush(c.peer, w));
         });
@@ -276,12 +282,7 @@ class RmaActive : public Variant {
             MPI_Win w = wins_[many_ ? tid : 0];
             if (many_)
                 PB_MPI(MPI_Win_start(peer_, 0, w));
-            for (int k = 0; k < c.theta; k++) {
-                c.produce(tid, k);
-                size_t off = (size_t)(c.first_part(tid) + k) * c.part_bytes;
-                PB_MPI(MPI_Put(c.sbuf + off, (int)c.part_bytes, MPI_BYTE, c.peer, (MPI_Aint)off,
-                               (int)c.part_bytes, MPI_BYTE, w));
-            }
+            put_parts(c, tid, w);
             if (many_)
                 PB_MPI(MPI_Win_complete(w));
         });

@@ -145,8 +145,6 @@ int MPIDI_PART_recv_matched(MPIDI_PART_op_t * op)
         hdr.vci_n = MPIDI_PART_vci_count(op->comm, op->plan.nmsgs);
         hdr.vci_parts = op->peer_thread_parts > 0 ? op->peer_partitions : op->partitions;
         hdr.vci_ppt = op->peer_thread_parts > 0 ? op->peer_thread_parts : op->thread_parts;
-        if (!equal)     /* one wire message */
-            hdr.vci_ppt = 0;
         mpi_errno = MPIDI_PART_vci_setup(op, hdr.vci_n, hdr.vci_parts, hdr.vci_ppt);
         MPIR_ERR_CHECK(mpi_errno);
         hdr.status = MPIDI_PART_PLAN_STATUS_OK;

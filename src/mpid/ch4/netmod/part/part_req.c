@@ -402,8 +402,9 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         goto fn_exit;
     }
     for (int attempt = 0; attempt < 2; attempt++) {
+        int m = -1;     /* the partition's wire message, once the plan is known */
         if (MPL_atomic_acquire_load_int(&op->plan_ready) && op->wreq) {
-            int m = MPIDI_PART_plan_msg_of(&op->plan, op->partitions, partition);
+            m = MPIDI_PART_plan_msg_of(&op->plan, op->partitions, partition);
             MPIR_Request *r = op->wreq[m];
             if (r && MPIR_Request_is_complete(r)) {
                 *flag = 1;
@@ -412,8 +413,6 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         }
         if (attempt == 0) {
             /* bounded progress on the VCI that carries the partition */
-            int m = MPL_atomic_acquire_load_int(&op->plan_ready) && op->wreq ?
-                MPIDI_PART_plan_msg_of(&op->plan, op->partitions, partition) : -1;
             mpi_errno = MPIDI_PART_vci_progress_msg(op, m);
             MPIR_ERR_CHECK(mpi_errno);
         }
