@@ -1,36 +1,24 @@
 /*
- * part_mpit.c: the partitioned engine's MPI_T performance variables. All are continuous,
- * read-only counters (MPI_UNSIGNED_LONG_LONG, no object binding) of the whole process.
+ * part_mpit.c: the MPI-facing side of the partitioned engine's MPI_T performance variables.
+ * The device describes them (MPIDI_PART_pvar_info in part_ch4.h, the engine's interface);
+ * this file registers each as a continuous, read-only MPI_UNSIGNED_LONG_LONG variable of the
+ * whole process (no object binding): counters, or levels for what can go down.
  */
 #include "mpiimpl.h"
-#include "part_impl.h"
+#include "part_ch4.h"
 
-MPIDI_PART_pvars_t MPIDI_PART_pvars;
-
-static void reg(MPL_atomic_uint64_t * addr, const char *name, const char *desc)
+int MPIR_Part_mpit_init(void)
 {
-    MPL_atomic_relaxed_store_uint64(addr, 0);
-    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name, addr, 1,
-                              MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
-                              NULL, "CH4_PART", desc);
-}
+    const char *name, *desc;
+    int is_level;
+    unsigned long long *addr;
 
-int MPIDI_PART_mpit_init(void)
-{
-    reg(&MPIDI_PART_pvars.wire_msgs_sent, "part_wire_msgs_sent",
-        "Wire messages sent by partitioned send operations");
-    reg(&MPIDI_PART_pvars.wire_msgs_recvd, "part_wire_msgs_recvd",
-        "Wire messages received by partitioned receive operations (counted when posted)");
-    reg(&MPIDI_PART_pvars.user_parts_sent, "part_user_parts_sent",
-        "User partitions carried by the sent wire messages (divide by part_wire_msgs_sent "
-        "for the aggregation)");
-    reg(&MPIDI_PART_pvars.cts_path_ops, "part_cts_path_ops",
-        "Partitioned receive operations on the CTS path (reserved tag ids used up)");
-    reg(&MPIDI_PART_pvars.first_iter_deferred, "part_first_iter_deferred",
-        "Wire messages whose send waited for the receiver's first answer");
-    reg(&MPIDI_PART_pvars.vci_spread_msgs, "part_vci_spread_msgs",
-        "Wire messages sent or received (counted when posted) on a VCI other than VCI 0, "
-        "spread there by MPIR_CVAR_PART_VCIS (per-VCI builds)");
+    for (int i = 0; MPIDI_PART_pvar_info(i, &name, &desc, &is_level, &addr); i++) {
+        MPIR_T_PVAR_REGISTER_impl(is_level ? MPI_T_PVAR_CLASS_LEVEL : MPI_T_PVAR_CLASS_COUNTER,
+                                  MPI_UNSIGNED_LONG_LONG, name, addr, 1, MPI_T_ENUM_NULL,
+                                  MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+                                  NULL, NULL, "CH4_PART", desc);
+    }
     return MPI_SUCCESS;
 }

@@ -7,14 +7,17 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/part
 
 noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
                   src/mpid/ch4/netmod/part/part_impl.h \
-                  src/mpid/ch4/netmod/part/part_plan.h
+                  src/mpid/ch4/netmod/part/part_plan.h \
+                  src/mpid/ch4/netmod/part/part_state.h \
+                  src/mpid/ch4/netmod/part/part_tagspace.h
 
 mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
-                    src/mpid/ch4/netmod/part/part_ids.c \
+                    src/mpid/ch4/netmod/part/part_core.c \
                     src/mpid/ch4/netmod/part/part_match.c \
+                    src/mpid/ch4/netmod/part/part_state.c \
                     src/mpid/ch4/netmod/part/part_plan.c \
-                    src/mpid/ch4/netmod/part/part_req.c \
-                    src/mpid/ch4/netmod/part/part_xfer.c \
+                    src/mpid/ch4/netmod/part/part_tag.c \
+                    src/mpid/ch4/netmod/part/part_tagspace.c \
                     src/mpid/ch4/netmod/part/part_vci.c \
                     src/mpi/part/part_mpit.c
 

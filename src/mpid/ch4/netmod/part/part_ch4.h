@@ -24,7 +24,16 @@ int MPIDI_PART_start(MPIR_Request * request);
 int MPIDI_PART_pready_range(int partition_low, int partition_high, MPIR_Request * request);
 int MPIDI_PART_pready_list(int length, const int array_of_partitions[], MPIR_Request * request);
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag);
-/* Called from MPID_Part_request_free_hook: releases the engine's state of the request. */
+/* Called from MPID_Part_request_free_hook: releases the engine's state of the request
+ * (never active: MPI_Request_free refuses active partitioned requests, maint/patches/0008). */
 void MPIDI_PART_request_free(MPIR_Request * request);
+
+/* The engine's MPI_T performance variables, for the MPI-facing layer (src/mpi/part): entry
+ * i (0, 1, ... until it returns 0): name, description, whether it is a level (it can go
+ * down) rather than a counter, and the address of its 64-bit value. */
+int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
+                         unsigned long long **addr);
+/* src/mpi/part/part_mpit.c: registers them (called by MPIDI_PART_init). */
+int MPIR_Part_mpit_init(void);
 
 #endif /* PART_CH4_H_INCLUDED */

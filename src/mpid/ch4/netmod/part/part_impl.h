@@ -1,50 +1,63 @@
 /*
- * part_impl.h: internal types and helpers of the ch4 partitioned engine.
- * Included only by this directory's .c files (and src/mpi/part). The protocol is in README.
+ * part_impl.h: internal types of the ch4 partitioned engine: the operation, the handshake
+ * header, the transport interface and the globals. Included only by this directory's .c
+ * files. The protocol and which file owns what are in README.
  */
 #ifndef PART_IMPL_H_INCLUDED
 #define PART_IMPL_H_INCLUDED
 
 #include "mpidimpl.h"
+#include "part_ch4.h"
 #include "part_plan.h"
+#include "part_state.h"
+#include "part_tagspace.h"
 
-/* How an operation moves its data. */
-enum MPIDI_PART_path {
-    MPIDI_PART_PATH_NONE = 0,   /* not decided yet (sender before the receiver's answer) */
-    MPIDI_PART_PATH_TAG,        /* tag-matched with a permanent id: no handshake after the first */
-    MPIDI_PART_PATH_CTS,        /* tag ids used up: an id is leased per iteration, sent in a CTS */
-    MPIDI_PART_PATH_NULL        /* MPI_PROC_NULL peer: every iteration completes at once */
-};
+/* The engine's wire messages travel on a private context of each communicator: the
+ * communicator's context id with the sub-communicator field set to 3, a value MPICH never
+ * gives a communicator (0: the communicator, 1: its intranode and 2: its internode
+ * sub-communicator). No user or MPICH message can match them. */
+#define MPIDI_PART_CONTEXT_OFFSET (3 << MPIR_CONTEXT_SUBCOMM_SHIFT)
 
-/* Handshake messages (one active-message handler, told apart by kind). */
+/* ---- handshake --------------------------------------------------------------------------- */
+
 enum MPIDI_PART_msg_kind {
     MPIDI_PART_MSG_RTS = 1,     /* sender -> receiver at MPI_Psend_init */
-    MPIDI_PART_MSG_PLAN,        /* receiver -> sender once matched: the wire layout */
-    MPIDI_PART_MSG_CTS          /* receiver -> sender per iteration, CTS path only */
+    MPIDI_PART_MSG_PLAN,        /* receiver -> sender once matched: layout + transport data */
+    MPIDI_PART_MSG_CTS          /* receiver -> sender per iteration, when the transport needs it */
 };
 
-/* PLAN status */
-#define MPIDI_PART_PLAN_STATUS_OK        0
-#define MPIDI_PART_PLAN_STATUS_MISMATCH  1      /* total sizes differ: both sides fail */
-#define MPIDI_PART_PLAN_STATUS_FREED     2      /* the receiver freed its request unstarted */
+enum MPIDI_PART_plan_status {
+    MPIDI_PART_STATUS_OK = 0,
+    MPIDI_PART_STATUS_MISMATCH,   /* send larger than the receive: both sides fail */
+    MPIDI_PART_STATUS_FREED,      /* the receiver freed its request before it was matched */
+    MPIDI_PART_STATUS_ERROR       /* the receiver could not plan: the sender fails too */
+};
+
+enum MPIDI_PART_transport_id {
+    MPIDI_PART_TRANSPORT_TAG = 1        /* part_tag.c */
+};
+
+#define MPIDI_PART_EXT_MAX 256  /* transport payload of a PLAN or CTS */
 
 typedef struct MPIDI_PART_hdr {
-    int kind;
-    int src_rank;               /* RTS: sender's rank in the communicator */
-    int tag;                    /* RTS: user tag */
-    int context_id;             /* RTS: sender's context id */
+    int32_t kind;
+    int32_t src_rank;           /* RTS: sender's rank in the communicator */
+    int32_t tag;                /* RTS: user tag */
+    int32_t context_id;         /* RTS: the context the receiver matches on */
     uint64_t sop;               /* the sender's operation (echoed back in PLAN and CTS) */
-    int partitions;             /* RTS: sender's partition count */
-    int thread_parts;           /* RTS: sender's mpich_part_thread_partitions hint (0: none) */
-    int status;                 /* PLAN */
-    int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's total bytes */
+    int32_t partitions;         /* RTS: sender's partition count */
+    int32_t thread_parts;       /* RTS: sender's mpich_part_thread_partitions (0: none) */
+    int32_t nvcis;              /* RTS: VCIs the sender has */
+    int32_t status;             /* PLAN: enum MPIDI_PART_plan_status */
+    int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's */
+    uint32_t iter;              /* CTS: the receiver's iteration (1, 2, ...) */
+    int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
     MPIDI_PART_plan_t plan;     /* PLAN */
-    int path;                   /* PLAN */
-    int tag_id;                 /* PLAN (tag path) or CTS (the iteration's lease) */
-    int vci_n;                  /* PLAN: VCIs the messages are spread over (1: none) */
-    int vci_parts, vci_ppt;     /* PLAN: message m's VCI is MPIDI_PART_plan_vci(plan,
-                                 * vci_parts, m, vci_n, vci_ppt) on both sides */
+    int32_t ext_len;            /* bytes of ext in use */
+    uint8_t ext[MPIDI_PART_EXT_MAX];    /* PLAN/CTS: the transport's data */
 } MPIDI_PART_hdr_t;
+
+#define MPIDI_PART_HDR_SIZE(h_) (offsetof(MPIDI_PART_hdr_t, ext) + (size_t) (h_)->ext_len)
 
 /* A handshake message waiting for the progress hook. */
 typedef struct MPIDI_PART_inbox {
@@ -52,152 +65,230 @@ typedef struct MPIDI_PART_inbox {
     MPIDI_PART_hdr_t hdr;
 } MPIDI_PART_inbox_t;
 
+/* ---- the tag transport's per-operation state (part_tag.c) ----------------------------- */
+
+typedef struct MPIDI_PART_tagop {
+    int permanent;              /* holds its tag block for life (else leases per iteration) */
+    int64_t base;               /* tag of message 0 in this iteration; -1: none (yet) */
+    int32_t order;              /* the block holds 2^order tags */
+    MPIR_Request **wreq;        /* the iteration's internal request per message */
+    int32_t cursor;             /* messages below it are done (poll from here) */
+    int lease_wait;             /* receiver: MPI_Start waits for a tag block */
+    uint32_t cts_iter[2];       /* sender: credits that came ahead of their iteration */
+    int64_t cts_base[2];
+    int ncts;
+    int nvcis;                  /* VCIs the messages use */
+    uint8_t *msg_vci;           /* VCI of each message (with views) */
+    MPIR_Comm **vcomm;          /* per VCI: a view of comm bound to it (part_vci.c); NULL
+                                 * with one VCI in the process: messages use comm */
+    struct MPIDI_PART_op *lnext;        /* receiver: in the list of lease holders */
+} MPIDI_PART_tagop_t;
+
+/* ---- the operation ------------------------------------------------------------------------ */
+
+#define MPIDI_PART_OP_MAGIC 0x50415254u        /* "PART": a peer's echo names a live op */
+
 typedef struct MPIDI_PART_op {
-    struct MPIDI_PART_op *next;         /* link in one queue (posted or lease wait) */
-    struct MPIDI_PART_op *lnext;        /* link in the leased list */
-    struct MPIDI_PART_op *pnext;        /* link in the completion-polling list */
-    int polled;                         /* in the polling list */
-    char *counted;                      /* message's completion counted in the request */
-    int ncounted;
-    struct MPIDI_PART_op *all_next, *all_prev;  /* link in the list of all operations */
-    MPIR_Request *req;                  /* the user's request; NULL once freed */
+    MPIDI_PART_st_t st;         /* the state machine (part_state.h) */
+    uint32_t magic;
+    const struct MPIDI_PART_transport *tp;      /* set with the plan */
+    MPIR_Request *req;          /* the user's request; NULL once freed */
     int is_send;
-    int refs;                           /* the user's + one while a peer message may name it */
-    int freed;                          /* the user freed the request */
+    int refs;                   /* the user's + one while a peer message may name it (lock) */
+    int freed;                  /* the user freed the request (lock) */
+    int error;                  /* mpi_errno every iteration completes with (FAILED) */
+
+    /* links (lock) */
+    struct MPIDI_PART_op *all_next, *all_prev;  /* all operations */
+    struct MPIDI_PART_op *next;                 /* posted receivers, or lease waiters */
+    struct MPIDI_PART_op *pnext;                /* operations with messages in flight */
+    MPL_atomic_int_t in_poll;                   /* in that list */
 
     /* local side */
     char *buf;
-    MPI_Aint count;                     /* elements per partition */
+    MPI_Aint count;             /* elements per partition */
     MPI_Datatype datatype;
-    MPI_Aint part_extent;               /* bytes from one partition to the next in buf */
+    MPI_Aint part_extent;       /* bytes from one partition to the next in buf */
     int partitions;
     MPI_Aint total_bytes;
-    int peer;                           /* rank in comm, or MPI_PROC_NULL */
+    int peer;                   /* rank in comm, or MPI_PROC_NULL */
     int tag;
-    int context_id;                     /* receiver: recvcontext id it matches on */
+    int context_id;             /* receiver: the recvcontext id it matches on */
     MPIR_Comm *comm;
     int is_local;
+    int thread_parts;           /* info hint: partitions one thread owns (0: none) */
+    MPI_Aint aggr_size;         /* receiver: MPIR_CVAR_PART_AGGR_SIZE at MPI_Precv_init */
+    int spread;                 /* wire messages per iteration on a VCI other than 0 */
 
     /* peer (receiver: from the RTS) */
     uint64_t sop;
     int peer_partitions;
-    int peer_thread_parts;              /* the sender's thread hint */
+    int peer_thread_parts;
+    int peer_nvcis;
     MPI_Aint peer_bytes;
 
-    /* the plan */
-    MPL_atomic_int_t plan_ready;        /* 1 once plan, path and ids are known */
-    MPIDI_PART_plan_t plan;
-    int path;
-    int tag_id;                         /* permanent (tag path) id, -1 if none */
-    int ppm;                            /* local partitions per (full) wire message */
-    int error;                          /* mpi_errno every iteration completes with */
-    int thread_parts;                   /* info hint: partitions one thread owns (0: none) */
-    int nvcis;                          /* VCIs the messages use */
-    uint8_t *msg_vci;                   /* VCI of each message (when vcomm is set) */
-    MPIR_Comm **vcomm;                  /* per VCI: a view of comm bound to it (part_vci.c);
-                                         * NULL with one VCI in the process: use comm */
+    /* state machine storage */
+    int32_t *ready;             /* sender: per partition */
+    int32_t *cntr;              /* sender: per message */
+    uint8_t *held;              /* sender: per message */
+    uint8_t *done;              /* per message */
 
-    /* per iteration */
-    int active;                         /* between start and the last completion */
-    int started_unplanned;              /* started before the plan was known */
-    MPL_atomic_int_t *ready;            /* sender: partition readied in this iteration */
-    MPL_atomic_int_t *cntr;             /* sender: partitions still to be readied per message */
-    char *pending;                      /* sender: message complete but not yet sendable */
-    int npending;
-    MPIR_Request **wreq;                /* the iteration's internal request per message */
-    int iter_id;                        /* CTS path: this iteration's leased id, -1 if none */
-    int cts_queue[2];                   /* sender, CTS path: leases received ahead */
-    int cts_queued;
-    int lease_wait;                     /* receiver, CTS path: waiting for an id */
+    union {
+        MPIDI_PART_tagop_t tag;
+    } u;
 } MPIDI_PART_op_t;
+
+/* ---- the transport interface -----------------------------------------------------------
+ * A transport moves the wire messages of planned operations. The core (part_core.c,
+ * part_match.c) owns matching, the plan, ready flags and counters, the user request's
+ * completion and the per-message "done" state that MPI_Parrived reads; a transport reports
+ * each finished message with MPIDI_PART_msg_done. "no lock": called without the engine
+ * lock, and may make MPI calls. */
+typedef struct MPIDI_PART_transport {
+    const char *name;
+    int id;                     /* enum MPIDI_PART_transport_id, carried in the PLAN */
+    /* receiver, at match (no lock): set up the transport for op and describe it in the
+     * PLAN's ext; on failure nothing is left behind */
+    int (*recv_plan) (MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan);
+    /* sender, when the PLAN arrives (no lock): take the receiver's transport data */
+    int (*send_plan) (MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan);
+    /* sender, lock held, at the start of a planned iteration: whether it may send at once
+     * (no per-iteration credit needed, or the credit came ahead) */
+    int (*always_armed) (MPIDI_PART_op_t * op);
+    /* receiver (no lock): the iteration began: make the buffer writable (post receives,
+     * give a credit) */
+    int (*recv_arm) (MPIDI_PART_op_t * op);
+    /* sender (no lock): send wire message m of the current iteration */
+    int (*send) (MPIDI_PART_op_t * op, int m);
+    /* sender (no lock, progress hook): a CTS for op arrived */
+    int (*ctl) (MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
+    /* lock-free: mark message m done if it finished; 1 if it is done */
+    int (*test_msg) (MPIDI_PART_op_t * op, int m);
+    /* lock held: test op's messages in flight; sets the VCIs that still carry some */
+    void (*poll) (MPIDI_PART_op_t * op, uint64_t * vci_mask);
+    /* no lock: progress the resources of message m (-1: all) for MPI_Parrived */
+    int (*progress_msg) (MPIDI_PART_op_t * op, int m);
+    /* no lock: before a new iteration, release the previous one's resources */
+    void (*iter_reset) (MPIDI_PART_op_t * op);
+    /* no lock: release everything of op (at free); never called on an active iteration */
+    void (*free) (MPIDI_PART_op_t * op);
+} MPIDI_PART_transport_t;
+
+extern const MPIDI_PART_transport_t MPIDI_PART_tag_transport;
+
+/* ---- globals --------------------------------------------------------------------------- */
+
+#define MPIDI_PART_WORK_HANDSHAKE 1     /* inbox or transport handshake work */
+#define MPIDI_PART_WORK_POLL      2     /* operations with messages in flight */
 
 typedef struct MPIDI_PART_global {
     int initialized;
-    int am_id;                          /* active-message handler id */
-    int hook_id;                        /* progress hook id */
-    MPID_Thread_mutex_t lock;           /* queues, ids, slow paths (never held across MPI calls) */
-    MPL_atomic_int_t work;              /* hook has something to do */
+    int am_id;                  /* active-message handler id */
+    int hook_id;                /* progress hook id */
+    MPID_Thread_mutex_t lock;   /* queues, tags, slow paths (never held across MPI calls) */
+    MPL_atomic_int_t work;      /* MPIDI_PART_WORK_* bits: the hook's one load */
+    MPL_atomic_int_t in_hs;     /* the handshake work is running (no re-entry) */
     MPIDI_PART_inbox_t *inbox_head, *inbox_tail;
-    MPIDI_PART_op_t *posted_head, *posted_tail;         /* receivers waiting for an RTS */
+    MPIDI_PART_op_t *posted_head, *posted_tail; /* receivers waiting for an RTS */
     MPIDI_PART_inbox_t *unexp_head, *unexp_tail;        /* RTS waiting for a receiver */
-    MPIDI_PART_op_t *lease_head, *lease_tail;           /* receivers waiting for an id */
-    MPIDI_PART_op_t *leased;                            /* receivers holding a lease */
-    MPIDI_PART_op_t *polling;                           /* ops with uncounted messages */
-    MPL_atomic_int_t in_hook;                           /* the hook is running (no re-entry) */
-    int ids_ready;                                      /* tag layout and ids set up */
+    MPIDI_PART_op_t *polling;   /* operations with messages in flight */
     MPIDI_PART_op_t *all;
-    MPIDI_PART_tag_layout_t layout;
-    int nids;                           /* ids the layout can name */
-    int *free_ids;                      /* stack of free ids */
-    int nfree_ids;
-    int perm_ids;                       /* ids held by tag-path operations */
-    int perm_max;                       /* MPIR_CVAR_PART_TAG_IDS, clamped */
-    int nleased;
+    /* tag transport */
+    int tags_ready;
+    MPIDI_PART_tagspace_t tags;
+    int max_order;              /* the largest block (messages per plan <= 2^max_order) */
+    int perm_blocks;            /* permanent blocks held */
+    int perm_max;               /* MPIDI_PART_TAG_IDS, clamped */
+    MPIDI_PART_op_t *lease_head, *lease_tail;   /* receivers waiting for a lease */
+    MPIDI_PART_op_t *leased;    /* receivers holding a lease */
 } MPIDI_PART_global_t;
 
 extern MPIDI_PART_global_t MPIDI_PART_global;
 
-/* MPI_T performance counters (src/mpi/part/part_mpit.c registers them). */
-typedef struct MPIDI_PART_pvars {
-    MPL_atomic_uint64_t wire_msgs_sent;
-    MPL_atomic_uint64_t wire_msgs_recvd;
-    MPL_atomic_uint64_t user_parts_sent;
-    MPL_atomic_uint64_t cts_path_ops;
-    MPL_atomic_uint64_t first_iter_deferred;
-    MPL_atomic_uint64_t vci_spread_msgs;
-} MPIDI_PART_pvars_t;
-extern MPIDI_PART_pvars_t MPIDI_PART_pvars;
-int MPIDI_PART_mpit_init(void);
+/* ---- MPI_T performance variables (registered by src/mpi/part/part_mpit.c through
+ * MPIDI_PART_pvar_info in part_ch4.h). Added to once per iteration or slow-path event, each
+ * on its own cache line. */
+typedef struct {
+    MPL_atomic_uint64_t v;
+    char pad[64 - sizeof(MPL_atomic_uint64_t)];
+} MPIDI_PART_pvar_t;
 
-#define MPIDI_PART_PVAR_ADD(name_, n_) \
-    MPL_atomic_fetch_add_uint64(&MPIDI_PART_pvars.name_, (uint64_t) (n_))
+enum MPIDI_PART_pvar_index {
+    MPIDI_PART_PV_WIRE_MSGS_SENT = 0,
+    MPIDI_PART_PV_WIRE_MSGS_RECVD,
+    MPIDI_PART_PV_USER_PARTS_SENT,
+    MPIDI_PART_PV_CTS_PATH_OPS,
+    MPIDI_PART_PV_FIRST_ITER_DEFERRED,
+    MPIDI_PART_PV_VCI_SPREAD_MSGS,
+    MPIDI_PART_PV_OPS_LIVE,
+    MPIDI_PART_PV_TAG_IDS_IN_USE,
+    MPIDI_PART_PV_LEASE_WAITS,
+    MPIDI_PART_PV_COUNT
+};
+extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
+
+#define MPIDI_PART_PVAR_ADD(idx_, n_) \
+    MPL_atomic_fetch_add_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_##idx_].v, (uint64_t) (n_))
+#define MPIDI_PART_PVAR_SUB(idx_, n_) \
+    MPL_atomic_fetch_sub_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_##idx_].v, (uint64_t) (n_))
 
 #define MPIDI_PART_LOCK()   do { int err_; MPID_Thread_mutex_lock(&MPIDI_PART_global.lock, &err_); } while (0)
 #define MPIDI_PART_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&MPIDI_PART_global.lock, &err_); } while (0)
 
 #define MPIDI_PART_OP(req_) (MPIDI_PART_REQUEST(req_, op))
 
-/* part_match.c: handshake and matching */
+/* ---- part_core.c: operations and completion ---------------------------------------- */
+int MPIDI_PART_op_unref(MPIDI_PART_op_t * op);  /* lock held; 1: last ref, destroy it */
+void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op);       /* lock not held */
+int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs);
+void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
+void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */
+void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* no message travels */
+int MPIDI_PART_send_ready(MPIDI_PART_op_t * op, const int32_t * msgs, int n);
+int MPIDI_PART_poll_all(uint64_t * vci_mask);
+void MPIDI_PART_poke_progress(void);
+
+/* ---- part_match.c: handshake, matching, progress ------------------------------------- */
 int MPIDI_PART_am_handler(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t attr,
                           MPIR_Request ** req);
 int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr);
-int MPIDI_PART_recv_matched(MPIDI_PART_op_t * rop);
+int MPIDI_PART_match_posted(MPIDI_PART_op_t * op);
 int MPIDI_PART_progress(int *made_progress);
-int MPIDI_PART_op_unref(MPIDI_PART_op_t * op);  /* lock held; 1: last ref, destroy it */
-void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op);       /* lock not held */
-int MPIDI_PART_recv_start(MPIDI_PART_op_t * op);
-int MPIDI_PART_serve_leases(void);
+int MPIDI_PART_handshake(void);
+/* Lock held: set work bits (MPIDI_PART_WORK_*). */
+static inline void MPIDI_PART_set_work(int bits)
+{
+    int w = MPL_atomic_relaxed_load_int(&MPIDI_PART_global.work);
+    MPL_atomic_release_store_int(&MPIDI_PART_global.work, w | bits);
+}
 
-/* part_ids.c: tag ids */
-int MPIDI_PART_ids_init(void);
-void MPIDI_PART_ids_finalize(void);
-int MPIDI_PART_id_get(int permanent);   /* -1 when none is free; lock held */
-void MPIDI_PART_id_put(int id, int permanent);  /* lock held */
-void MPIDI_PART_lease_return(MPIDI_PART_op_t * op);     /* lock held: give back its lease */
+/* Lock held: clear work bits unless keep. */
+static inline void MPIDI_PART_clear_work(int bits, int keep)
+{
+    if (keep)
+        return;
+    int w = MPL_atomic_relaxed_load_int(&MPIDI_PART_global.work);
+    MPL_atomic_release_store_int(&MPIDI_PART_global.work, w & ~bits);
+}
 
-/* part_xfer.c: wire messages */
-int MPIDI_PART_send_msg(MPIDI_PART_op_t * op, int m);
-int MPIDI_PART_post_recvs(MPIDI_PART_op_t * op, int id);
-int MPIDI_PART_install_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
-int MPIDI_PART_cts_arrived(MPIDI_PART_op_t * op, int id);
-int MPIDI_PART_alloc_msgs(MPIDI_PART_op_t * op);
-void MPIDI_PART_reset_iteration(MPIDI_PART_op_t * op);
-void MPIDI_PART_complete_now(MPIR_Request * req, int count);
-int MPIDI_PART_poll_completions(uint64_t * vci_mask);
-void MPIDI_PART_unpoll(MPIDI_PART_op_t * op);    /* lock held */
+/* ---- part_tag.c: the tag transport ---------------------------------------------------- */
+int MPIDI_PART_tags_init(void);
+void MPIDI_PART_tags_finalize(void);
+int MPIDI_PART_tag_handshake(void);     /* lease hand-out (progress hook) */
+int MPIDI_PART_tag_max_msgs(void);
 
-/* part_vci.c: VCI spreading */
-int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs);
+/* ---- part_vci.c: VCI spreading ------------------------------------------------------- */
+int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs, int peer_nvcis);
+int MPIDI_PART_vci_local(MPIR_Comm * comm);
 int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map_ppt);
-void MPIDI_PART_vci_release(MPIDI_PART_op_t * op);      /* lock not held */
+void MPIDI_PART_vci_release(MPIDI_PART_op_t * op);
 void MPIDI_PART_vci_finalize(void);
-int MPIDI_PART_vci_progress(uint64_t mask, int with_hooks);
-int MPIDI_PART_vci_progress_msg(MPIDI_PART_op_t * op, int m);
+int MPIDI_PART_vci_progress(uint64_t mask);
 
-/* The communicator object message m travels on. */
+/* The communicator object message m of a tag-transport operation travels on. */
 static inline MPIR_Comm *MPIDI_PART_msg_comm(MPIDI_PART_op_t * op, int m)
 {
-    return op->vcomm ? op->vcomm[op->msg_vci[m]] : op->comm;
+    return op->u.tag.vcomm ? op->u.tag.vcomm[op->u.tag.msg_vci[m]] : op->comm;
 }
 
 #endif /* PART_IMPL_H_INCLUDED */

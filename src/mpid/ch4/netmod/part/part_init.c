@@ -1,6 +1,7 @@
 /*
  * part_init.c: start-up and shut-down of the ch4 partitioned engine: its lock, its
- * active-message handler, its progress hook and its MPI_T counters.
+ * active-message handler, its progress hook, and the table of its MPI_T performance
+ * variables (registered by the MPI-facing layer, src/mpi/part/part_mpit.c).
  */
 #include "part_impl.h"
 
@@ -15,6 +16,47 @@ categories :
 */
 
 MPIDI_PART_global_t MPIDI_PART_global;
+MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
+
+static const struct {
+    const char *name;
+    int level;          /* 1: can go down (MPI_T_PVAR_CLASS_LEVEL), 0: counter */
+    const char *desc;
+} pvar_info[MPIDI_PART_PV_COUNT] = {
+    [MPIDI_PART_PV_WIRE_MSGS_SENT] = {"part_wire_msgs_sent", 0,
+        "Wire messages sent by partitioned send operations (counted per completed iteration)"},
+    [MPIDI_PART_PV_WIRE_MSGS_RECVD] = {"part_wire_msgs_recvd", 0,
+        "Wire messages received by partitioned receive operations (counted when posted)"},
+    [MPIDI_PART_PV_USER_PARTS_SENT] = {"part_user_parts_sent", 0,
+        "User partitions carried by the sent wire messages (divide by part_wire_msgs_sent "
+        "for the aggregation)"},
+    [MPIDI_PART_PV_CTS_PATH_OPS] = {"part_cts_path_ops", 0,
+        "Partitioned receive operations that lease their tags per iteration (CTS path)"},
+    [MPIDI_PART_PV_FIRST_ITER_DEFERRED] = {"part_first_iter_deferred", 0,
+        "Wire messages whose send waited for the receiver's first answer"},
+    [MPIDI_PART_PV_VCI_SPREAD_MSGS] = {"part_vci_spread_msgs", 0,
+        "Wire messages sent or received on a VCI other than VCI 0, spread there by "
+        "MPIR_CVAR_PART_VCIS (per-VCI builds; counted per completed iteration)"},
+    [MPIDI_PART_PV_OPS_LIVE] = {"part_ops_live", 1,
+        "Partitioned operations alive in the engine (including freed ones that wait for "
+        "a peer's message)"},
+    [MPIDI_PART_PV_TAG_IDS_IN_USE] = {"part_tag_ids_in_use", 1,
+        "Blocks of wire-message tags held by receive operations (permanent and leased)"},
+    [MPIDI_PART_PV_LEASE_WAITS] = {"part_lease_waits", 0,
+        "Times an MPI_Start of a receive operation waited for a tag lease"},
+};
+
+int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
+                         unsigned long long **addr)
+{
+    if (i < 0 || i >= MPIDI_PART_PV_COUNT)
+        return 0;
+    *name = pvar_info[i].name;
+    *desc = pvar_info[i].desc;
+    *is_level = pvar_info[i].level;
+    *addr = (unsigned long long *) &MPIDI_PART_pvars[i].v;
+    return 1;
+}
 
 int MPIDI_PART_init(void)
 {
@@ -24,7 +66,9 @@ int MPIDI_PART_init(void)
     MPID_Thread_mutex_create(&MPIDI_PART_global.lock, &err);
     MPIR_Assert(err == 0);
     MPL_atomic_relaxed_store_int(&MPIDI_PART_global.work, 0);
-    MPL_atomic_relaxed_store_int(&MPIDI_PART_global.in_hook, 0);
+    MPL_atomic_relaxed_store_int(&MPIDI_PART_global.in_hs, 0);
+    for (int i = 0; i < MPIDI_PART_PV_COUNT; i++)
+        MPL_atomic_relaxed_store_uint64(&MPIDI_PART_pvars[i].v, 0);
 
     /* every rank registers in the same order, right after MPIDIG: same id everywhere */
     MPIDI_PART_global.am_id = MPIDIG_am_reg_cb_dynamic(NULL, &MPIDI_PART_am_handler);
@@ -35,7 +79,7 @@ int MPIDI_PART_init(void)
     mpi_errno = MPIR_Progress_hook_activate(MPIDI_PART_global.hook_id);
     MPIR_ERR_CHECK(mpi_errno);
 
-    mpi_errno = MPIDI_PART_mpit_init();
+    mpi_errno = MPIR_Part_mpit_init();
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_PART_global.initialized = 1;
 
@@ -47,7 +91,7 @@ int MPIDI_PART_init(void)
 
 int MPIDI_PART_finalize(void)
 {
-    int mpi_errno = MPI_SUCCESS, err;
+    int err;
 
     if (!MPIDI_PART_global.initialized)
         return MPI_SUCCESS;
@@ -55,7 +99,8 @@ int MPIDI_PART_finalize(void)
     MPIR_Progress_hook_deregister(MPIDI_PART_global.hook_id);
 
     /* what is left: handshake messages nobody matched, and operations that still wait for
-     * a peer message (e.g. a sender freed before the receiver answered) */
+     * a peer's message (a sender freed before the receiver answered, a receiver freed
+     * before its sender announced itself). Their communicators go with MPI_Finalize. */
     for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.inbox_head; e;) {
         MPIDI_PART_inbox_t *next = e->next;
         MPL_free(e);
@@ -69,19 +114,19 @@ int MPIDI_PART_finalize(void)
     for (MPIDI_PART_op_t * op = MPIDI_PART_global.all; op;) {
         MPIDI_PART_op_t *next = op->all_next;
         if (op->req == NULL) {
-            /* the user's request is gone; its communicator may be too */
-            MPL_free(op->wreq);
-            MPL_free(op->counted);
-            MPL_free(op->cntr);
-            MPL_free(op->pending);
+            if (op->tp)
+                op->tp->free(op);
             MPL_free(op->ready);
+            MPL_free(op->cntr);
+            MPL_free(op->held);
+            MPL_free(op->done);
             MPL_free(op);
         }
         op = next;
     }
     MPIDI_PART_vci_finalize();
-    MPIDI_PART_ids_finalize();
+    MPIDI_PART_tags_finalize();
     MPID_Thread_mutex_destroy(&MPIDI_PART_global.lock, &err);
     MPIDI_PART_global.initialized = 0;
-    return mpi_errno;
+    return MPI_SUCCESS;
 }

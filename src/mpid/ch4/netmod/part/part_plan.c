@@ -1,5 +1,5 @@
 /*
- * part_plan.c: wire-message planning (gcd agreement, merging, VCI mapping, tag layout).
+ * part_plan.c: wire-message planning (gcd agreement, merging, VCI mapping).
  * Pure logic without MPICH headers; see part_plan.h and the protocol in README.
  */
 #include "part_plan.h"
@@ -27,7 +27,7 @@ int MPIDI_PART_plan_make(int32_t send_parts, int32_t recv_parts, int64_t total_b
         int64_t fit = (msg_bytes == 0) ? g : aggr_size / msg_bytes;
         k = (int32_t) (fit < g ? fit : g);
     }
-    /* never more messages than the tag layout can name */
+    /* never more messages than the transport can name */
     int32_t min_k = (int32_t) ((g + (int64_t) max_msgs - 1) / max_msgs);
     if (k < min_k)
         k = min_k;
@@ -49,16 +49,4 @@ int32_t MPIDI_PART_plan_vci(const MPIDI_PART_plan_t * plan, int32_t local_parts,
         return (first / parts_per_thread) % nvcis;
     }
     return m % nvcis;
-}
-
-int MPIDI_PART_tag_layout_make(int32_t flag_bit, int32_t free_bits, int32_t wanted_msg_bits,
-                               MPIDI_PART_tag_layout_t * layout)
-{
-    if (free_bits < 2 || wanted_msg_bits < 1)
-        return 1;
-    int32_t msg_bits = wanted_msg_bits < free_bits - 1 ? wanted_msg_bits : free_bits - 1;
-    layout->flag_bit = flag_bit;
-    layout->msg_bits = msg_bits;
-    layout->id_bits = free_bits - msg_bits;
-    return 0;
 }

@@ -3,13 +3,17 @@
  *
  * ch4 picks the VCI of a send or receive from the communicator: its seq number (VCI method
  * "communicator", the default), or its "sender_vci"/"receiver_vci" hints (method "implicit").
- * For each VCI v an operation uses, the engine
- * keeps a private copy of the user's communicator object with both hints set to v (a "VCI
- * view": same context ids, ranks and address tables, never registered as an MPI handle), and
- * posts message m's internal send or receive on the view of its VCI. Both sides compute m's
- * VCI from the receiver's plan, so the sender addresses the VCI the receiver posted on.
- * Views live as long as the operation; a view still referenced by an internal request
- * when its operation goes (a request freed while active) is kept until finalize.
+ * For each VCI v an operation uses, the tag transport
+ * keeps a private copy of the user's communicator object with seq and both hints set to v (a
+ * "VCI view": same context ids, ranks and address tables, never registered as an MPI handle),
+ * and posts message m's internal send or receive on the view of its VCI. Both sides compute
+ * m's VCI from the receiver's plan, so the sender addresses the VCI the receiver posted on.
+ * 4.0.2 offers no way to name a VCI for one send other than the communicator object, so a
+ * copy is the only way short of calling netmod internals; the view is never used for
+ * anything but MPID_Isend/MPID_Irecv. The receiver never uses more VCIs than the sender
+ * announced, and the sender checks the PLAN's count against its own (ranks may run with
+ * different MPIR_CVAR_CH4_NUM_VCIS). A view still referenced by an internal request when its
+ * operation goes is kept until finalize.
  */
 #include "part_impl.h"
 
@@ -23,13 +27,14 @@ cvars:
       default     : 0
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
-      scope       : MPI_T_SCOPE_ALL_EQ
+      scope       : MPI_T_SCOPE_LOCAL
       description : >-
         Number of VCIs over which the wire messages of one partitioned operation are spread
         (per-VCI builds, --enable-thread-cs=per-vci, with MPIR_CVAR_CH4_NUM_VCIS > 1).
         0 uses all MPIR_CVAR_CH4_NUM_VCIS VCIs; 1 keeps every wire message on the
         communicator's own VCI. Messages go round-robin over the VCIs, or by owning thread
-        when the info key mpich_part_thread_partitions is given. The receiver's value decides.
+        when the info key mpich_part_thread_partitions is given. The receiver's value decides
+        (never more VCIs than the sender has).
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -53,13 +58,22 @@ static int multi_vci(MPIR_Comm * comm)
 #endif
 }
 
-int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs)
+/* VCIs this process can spread a communicator's messages over. */
+int MPIDI_PART_vci_local(MPIR_Comm * comm)
 {
     if (!multi_vci(comm))
         return 1;
     int n = MPIDI_global.n_vcis;
+    return n < 64 ? n : 64;
+}
+
+int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs, int peer_nvcis)
+{
+    int n = MPIDI_PART_vci_local(comm);
     if (MPIR_CVAR_PART_VCIS > 0 && MPIR_CVAR_PART_VCIS < n)
         n = MPIR_CVAR_PART_VCIS;
+    if (peer_nvcis >= 1 && peer_nvcis < n)
+        n = peer_nvcis;
     return n < nmsgs ? n : (nmsgs > 0 ? nmsgs : 1);
 }
 
@@ -96,9 +110,11 @@ static void view_release(MPIR_Comm * view)
 int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map_ppt)
 {
     int mpi_errno = MPI_SUCCESS;
-    int n = op->plan.nmsgs;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    int n = op->st.plan.nmsgs;
 
-    op->nvcis = 1;
+    t->nvcis = 1;
+    op->spread = 0;
     /* With several VCIs, even one used VCI is bound explicitly (VCI 0 when nvcis is 1):
      * the communicator's own VCI may be another one, which a waiter on the partitioned
      * request (VCI 0) would not poll. */
@@ -107,38 +123,43 @@ int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map
     if (nvcis < 1)
         nvcis = 1;
 
-    op->msg_vci = MPL_malloc(n * sizeof(*op->msg_vci), MPL_MEM_OTHER);
-    op->vcomm = MPL_calloc(nvcis, sizeof(MPIR_Comm *), MPL_MEM_OTHER);
-    MPIR_ERR_CHKANDJUMP(op->msg_vci == NULL || op->vcomm == NULL, mpi_errno, MPI_ERR_OTHER,
+    t->msg_vci = MPL_malloc(n * sizeof(*t->msg_vci), MPL_MEM_OTHER);
+    t->vcomm = MPL_calloc(nvcis, sizeof(MPIR_Comm *), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(t->msg_vci == NULL || t->vcomm == NULL, mpi_errno, MPI_ERR_OTHER,
                         "**nomem");
-    op->nvcis = nvcis;
+    t->nvcis = nvcis;
     for (int m = 0; m < n; m++) {
-        int v = MPIDI_PART_plan_vci(&op->plan, map_parts, m, nvcis, map_ppt);
-        op->msg_vci[m] = v;
-        if (op->vcomm[v] == NULL) {
-            op->vcomm[v] = view_create(op->comm, v);
-            MPIR_ERR_CHKANDJUMP(op->vcomm[v] == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        int v = MPIDI_PART_plan_vci(&op->st.plan, map_parts, m, nvcis, map_ppt);
+        t->msg_vci[m] = v;
+        op->spread += (v != 0);
+        if (t->vcomm[v] == NULL) {
+            t->vcomm[v] = view_create(op->comm, v);
+            MPIR_ERR_CHKANDJUMP(t->vcomm[v] == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
         }
     }
   fn_exit:
     return mpi_errno;
   fn_fail:
+    MPIDI_PART_vci_release(op);
     goto fn_exit;
 }
 
 void MPIDI_PART_vci_release(MPIDI_PART_op_t * op)
 {
-    if (op->vcomm) {
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    if (t->vcomm) {
         MPIDI_PART_LOCK();
-        for (int v = 0; v < op->nvcis; v++)
-            if (op->vcomm[v])
-                view_release(op->vcomm[v]);
+        for (int v = 0; v < t->nvcis; v++)
+            if (t->vcomm[v])
+                view_release(t->vcomm[v]);
         MPIDI_PART_UNLOCK();
     }
-    MPL_free(op->vcomm);
-    MPL_free(op->msg_vci);
-    op->vcomm = NULL;
-    op->msg_vci = NULL;
+    MPL_free(t->vcomm);
+    MPL_free(t->msg_vci);
+    t->vcomm = NULL;
+    t->msg_vci = NULL;
+    t->nvcis = 1;
+    op->spread = 0;
 }
 
 void MPIDI_PART_vci_finalize(void)
@@ -152,33 +173,18 @@ void MPIDI_PART_vci_finalize(void)
     }
 }
 
-/* Progress only the VCIs in mask (bit v: VCI v); with_hooks also runs the progress hooks
- * (this engine's handshake and completion counting). */
-int MPIDI_PART_vci_progress(uint64_t mask, int with_hooks)
+/* Progress only the VCIs in mask (bit v: VCI v), without the progress hooks. */
+int MPIDI_PART_vci_progress(uint64_t mask)
 {
     int mpi_errno = MPI_SUCCESS;
-#if MPIDI_CH4_MAX_VCIS > 1
     MPID_Progress_state state;
     MPIDI_progress_state_init(&state);
-    if (!with_hooks)
-        state.flag &= ~MPIDI_PROGRESS_HOOKS;
+    state.flag &= ~MPIDI_PROGRESS_HOOKS;
     state.vci_count = 0;
     for (int v = 0; v < MPIDI_global.n_vcis && v < 64; v++)
         if (mask & ((uint64_t) 1 << v))
             state.vci[state.vci_count++] = v;
     if (state.vci_count > 0)
         mpi_errno = MPIDI_progress_test(&state, 0);
-#endif
     return mpi_errno;
-}
-
-/* MPI_Parrived's bounded progress: the VCI of message m (all VCIs before the plan). On the
- * tag path the receives are posted at MPI_Start, so the hooks are left to MPI_Wait/Test:
- * threads polling their own partitions then touch only their own VCI's lock. */
-int MPIDI_PART_vci_progress_msg(MPIDI_PART_op_t * op, int m)
-{
-    if (m < 0 || op->vcomm == NULL)
-        return MPID_Progress_test(NULL);
-    return MPIDI_PART_vci_progress((uint64_t) 1 << op->msg_vci[m],
-                                   op->path != MPIDI_PART_PATH_TAG);
 }

@@ -35,11 +35,9 @@ AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
 AM_COND_IF([BUILD_CH4_PART],[
     AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch4 partitioned engine (verbs: $part_verbs)])
     AC_DEFINE([MPIDI_CH4_PART_ENGINE],[1],[Define if the ch4 partitioned engine is built])
-    if test "$part_verbs" = "yes" ; then
-        PAC_LIBS_ADD([-libverbs])
-        AC_DEFINE([MPIDI_CH4_PART_VERBS],[1],[Define if the partitioned InfiniBand verbs path is built])
-    fi
-    part_engine_string="ch4 partitioned engine (tag-matched, receiver-driven, early-bird); libibverbs linked: $part_verbs"
+    dnl No transport uses libibverbs yet: it is found (or required) but never linked, so that
+    dnl libmpi carries no run-time dependency without code behind it.
+    part_engine_string="ch4 partitioned engine (transports: tag); libibverbs found: $part_verbs, not linked (no verbs transport yet)"
     AC_DEFINE_UNQUOTED([MPIDI_CH4_PART_DESC],["$part_engine_string"],[What the partitioned engine was built with])
     if test -n "$MPICH_CUSTOM_STRING" ; then
         MPICH_CUSTOM_STRING="$MPICH_CUSTOM_STRING; $part_engine_string"
@@ -47,7 +45,7 @@ AM_COND_IF([BUILD_CH4_PART],[
         MPICH_CUSTOM_STRING="$part_engine_string"
     fi
     AC_CONFIG_COMMANDS([part-summary],
-        [echo "*** partitioned engine: built; libibverbs for the verbs path: $part_verbs (--enable-part-verbs=$enable_part_verbs)"],
+        [echo "*** partitioned engine: built (transports: tag); libibverbs found: $part_verbs, not linked: no verbs transport yet (--enable-part-verbs=$enable_part_verbs)"],
         [part_verbs=$part_verbs enable_part_verbs=$enable_part_verbs])
 ])
 ])dnl

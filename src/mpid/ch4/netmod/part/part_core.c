@@ -1,0 +1,619 @@
+/*
+ * part_core.c: the partitioned-request entry points ch4 calls (part_ch4.h): init, start,
+ * ready, arrived, free; and the core's completion accounting. Transport-independent: the
+ * wire messages are moved by the operation's transport (op->tp, part_impl.h), the state
+ * machine is part_state.[ch].
+ *
+ * Hot paths: MPI_Pready (one atomic swap and one atomic decrement per partition; the call
+ * that completes a wire message hands it to the transport, no lock) and MPI_Parrived (one
+ * load when the partition's message is done).
+ */
+#include "part_impl.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_PART_AGGR_SIZE
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Merge consecutive wire messages of a partitioned operation while the merged message
+        stays within this many bytes. 0 disables merging: one wire message per
+        gcd(send partitions, receive partitions). Read by MPI_Precv_init; the receiver's
+        value decides. A negative value makes MPI_Precv_init fail with MPI_ERR_ARG.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+/* Bump VCI 0's progress count so that a waiter in MPID_Progress_wait re-checks its request
+ * after the engine changed a completion counter outside the netmod's completion path. */
+void MPIDI_PART_poke_progress(void)
+{
+    int c = MPL_atomic_relaxed_load_int(&MPIDI_VCI(0).progress_count);
+    MPL_atomic_relaxed_store_int(&MPIDI_VCI(0).progress_count, c + 1);
+}
+
+/* The status of the iteration that completes (before the completion is published). */
+static void set_status(MPIDI_PART_op_t * op)
+{
+    MPIR_Request *req = op->req;
+    if (op->is_send) {
+        req->status.MPI_ERROR = op->error;
+        return;
+    }
+    if (op->peer == MPI_PROC_NULL) {
+        MPIR_Status_set_procnull(&req->status);
+        return;
+    }
+    MPIR_STATUS_SET_COUNT(req->status, op->error ? 0 : op->peer_bytes);
+    req->status.MPI_SOURCE = op->peer;
+    req->status.MPI_TAG = op->tag;
+    req->status.MPI_ERROR = op->error;
+}
+
+/* Lock-free: the iteration's last message is done. */
+static void iteration_done(MPIDI_PART_op_t * op)
+{
+    if (op->is_send) {
+        MPIDI_PART_PVAR_ADD(WIRE_MSGS_SENT, op->st.nmsgs);
+        MPIDI_PART_PVAR_ADD(USER_PARTS_SENT, op->partitions);
+    }
+    if (op->spread)
+        MPIDI_PART_PVAR_ADD(VCI_SPREAD_MSGS, op->spread);
+    set_status(op);
+    MPIR_cc_dec(op->req->cc_ptr);       /* last: the user may free the request after this */
+    MPIDI_PART_poke_progress();
+}
+
+void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m)
+{
+    if (MPIDI_PART_st_msg_done(&op->st, m) == 1)
+        iteration_done(op);
+}
+
+/* An iteration without wire messages (EMPTY, FAILED) that was waiting for the plan. */
+void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op)
+{
+    set_status(op);
+    MPIR_cc_dec(op->req->cc_ptr);
+    MPIDI_PART_poke_progress();
+}
+
+void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op)
+{
+    if (MPL_atomic_acquire_load_int(&op->in_poll))
+        return;
+    MPIDI_PART_LOCK();
+    if (!MPL_atomic_relaxed_load_int(&op->in_poll)) {
+        op->pnext = MPIDI_PART_global.polling;
+        MPIDI_PART_global.polling = op;
+        MPL_atomic_release_store_int(&op->in_poll, 1);
+        MPIDI_PART_set_work(MPIDI_PART_WORK_POLL);
+    }
+    MPIDI_PART_UNLOCK();
+}
+
+/* Lock held. */
+static void unpoll(MPIDI_PART_op_t * op)
+{
+    if (!MPL_atomic_relaxed_load_int(&op->in_poll))
+        return;
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.polling; *pp; pp = &(*pp)->pnext) {
+        if (*pp == op) {
+            *pp = op->pnext;
+            break;
+        }
+    }
+    MPL_atomic_relaxed_store_int(&op->in_poll, 0);
+}
+
+/* Send messages that became sendable (no lock). */
+int MPIDI_PART_send_ready(MPIDI_PART_op_t * op, const int32_t * msgs, int n)
+{
+    int mpi_errno = MPI_SUCCESS;
+    for (int i = 0; i < n; i++) {
+        mpi_errno = op->tp->send(op, msgs[i]);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int n = nmsgs > 0 ? nmsgs : 1;
+
+    op->done = MPL_calloc(n, 1, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(op->done == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (op->is_send) {
+        op->cntr = MPL_calloc(n, sizeof(int32_t), MPL_MEM_OTHER);
+        op->held = MPL_calloc(n, 1, MPL_MEM_OTHER);
+        MPIR_ERR_CHKANDJUMP(op->cntr == NULL || op->held == NULL, mpi_errno, MPI_ERR_OTHER,
+                            "**nomem");
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ---- creation and destruction ----------------------------------------------------------- */
+
+/* The info key mpich_part_thread_partitions: how many consecutive partitions one thread
+ * readies (sender) or polls (receiver). 0 when absent; an error unless 1..partitions. */
+static int thread_parts_hint(MPIR_Info * info, int partitions, int *value)
+{
+    int mpi_errno = MPI_SUCCESS, flag = 0;
+    char str[MPI_MAX_INFO_VAL + 1], *end;
+
+    *value = 0;
+    if (info == NULL)
+        goto fn_exit;
+    mpi_errno = MPIR_Info_get_impl(info, "mpich_part_thread_partitions", MPI_MAX_INFO_VAL, str,
+                                   &flag);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (!flag)
+        goto fn_exit;
+    long v = strtol(str, &end, 10);
+    MPIR_ERR_CHKANDJUMP2(end == str || *end != '\0' || v < 1 || v > partitions, mpi_errno,
+                         MPI_ERR_INFO_VALUE, "**partthreadhint", "**partthreadhint %s %d", str,
+                         partitions);
+    *value = (int) v;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static void op_free_memory(MPIDI_PART_op_t * op)
+{
+    MPL_free(op->ready);
+    MPL_free(op->cntr);
+    MPL_free(op->held);
+    MPL_free(op->done);
+    op->magic = 0;
+    MPL_free(op);
+}
+
+static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype, int peer,
+                     int tag, MPIR_Comm * comm, MPIR_Info * info, MPIR_Request_kind_t kind,
+                     MPIR_Request ** request, MPIDI_PART_op_t ** op_out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Request *req = NULL;
+    MPIDI_PART_op_t *op = NULL;
+    int thread_parts, is_send = (kind == MPIR_REQUEST_KIND__PART_SEND);
+
+    MPIR_ERR_CHKANDJUMP1(count < 0, mpi_errno, MPI_ERR_COUNT, "**partcount", "**partcount %d",
+                         (int) count);
+    MPIR_ERR_CHKANDJUMP1(partitions < 0, mpi_errno, MPI_ERR_ARG, "**partpartitions",
+                         "**partpartitions %d", partitions);
+    mpi_errno = thread_parts_hint(info, partitions, &thread_parts);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    MPI_Aint extent, size;
+    MPIR_Datatype_get_extent_macro(datatype, extent);
+    MPIR_Datatype_get_size_macro(datatype, size);
+
+    op = MPL_calloc(1, sizeof(*op), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDSTMT(op == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail, "**nomem");
+    if (is_send && partitions > 0) {
+        op->ready = MPL_calloc(partitions, sizeof(int32_t), MPL_MEM_OTHER);
+        MPIR_ERR_CHKANDSTMT(op->ready == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail,
+                            "**nomem");
+    }
+    MPIDI_CH4_REQUEST_CREATE(req, kind, 0, 1);
+    MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+
+    MPIDI_PART_LOCK();
+    if (!MPIDI_PART_global.tags_ready)
+        mpi_errno = MPIDI_PART_tags_init();     /* the layout needs the netmods' tag bits */
+    MPIDI_PART_UNLOCK();
+    MPIR_ERR_CHECK(mpi_errno);
+
+    /* nothing fails from here on */
+    MPIR_Comm_add_ref(comm);
+    req->comm = comm;
+    MPIR_Datatype_add_ref_if_not_builtin(datatype);
+    MPIDI_PART_REQUEST(req, buffer) = buf;
+    MPIDI_PART_REQUEST(req, count) = count;
+    MPIDI_PART_REQUEST(req, datatype) = datatype;
+    if (is_send) {
+        MPIDI_PART_REQUEST(req, u.send.dest) = peer;
+    } else {
+        MPIDI_PART_REQUEST(req, u.recv.source) = peer;
+        MPIDI_PART_REQUEST(req, u.recv.tag) = tag;
+        MPIDI_PART_REQUEST(req, u.recv.context_id) = comm->recvcontext_id;
+    }
+    req->u.part.partitions = partitions;
+    MPIR_Part_request_inactivate(req);
+    MPIR_cc_set(req->cc_ptr, 0);        /* inactive requests are complete */
+
+    MPIDI_PART_st_init(&op->st, is_send, partitions, op->ready);
+    op->magic = MPIDI_PART_OP_MAGIC;
+    op->req = req;
+    op->is_send = is_send;
+    op->refs = 1;
+    op->thread_parts = thread_parts;
+    op->buf = buf;
+    op->count = count;
+    op->datatype = datatype;
+    op->part_extent = extent * count;
+    op->partitions = partitions;
+    op->total_bytes = size * count * partitions;
+    op->peer = peer;
+    op->tag = tag;
+    op->context_id = comm->recvcontext_id;
+    op->comm = comm;
+    MPIR_Comm_add_ref(comm);    /* the op may outlive the request (README, freeing) */
+    op->u.tag.base = -1;
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+    if (peer != MPI_PROC_NULL)
+        op->is_local = MPIDI_av_is_local(MPIDIU_comm_rank_to_av(comm, peer));
+    MPIDI_REQUEST(req, is_local) = op->is_local;
+#endif
+    if (peer == MPI_PROC_NULL) {
+        MPIDI_PART_plan_t none = { 0, 0, 0 };
+        MPIDI_PART_st_plan(&op->st, &none, NULL, NULL, NULL, 1, NULL);
+    }
+
+    MPIDI_PART_LOCK();
+    op->all_next = MPIDI_PART_global.all;
+    if (op->all_next)
+        op->all_next->all_prev = op;
+    MPIDI_PART_global.all = op;
+    MPIDI_PART_UNLOCK();
+    MPIDI_PART_PVAR_ADD(OPS_LIVE, 1);
+
+    MPIDI_PART_OP(req) = op;
+    *request = req;
+    *op_out = op;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    if (op)
+        op_free_memory(op);
+    if (req) {
+        MPIDI_PART_OP(req) = NULL;
+        MPIR_Request_free(req);
+    }
+    goto fn_exit;
+}
+
+int MPIDI_PART_op_unref(MPIDI_PART_op_t * op)
+{
+    if (--op->refs > 0)
+        return 0;
+    if (op->all_prev)
+        op->all_prev->all_next = op->all_next;
+    else
+        MPIDI_PART_global.all = op->all_next;
+    if (op->all_next)
+        op->all_next->all_prev = op->all_prev;
+    return 1;
+}
+
+void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
+{
+    if (op->tp)
+        op->tp->free(op);
+    MPIR_Comm_release(op->comm);
+    MPIDI_PART_PVAR_SUB(OPS_LIVE, 1);
+    op_free_memory(op);
+}
+
+/* Drop one reference (no lock held). */
+static void op_release(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_LOCK();
+    int last = MPIDI_PART_op_unref(op);
+    MPIDI_PART_UNLOCK();
+    if (last)
+        MPIDI_PART_op_destroy(op);
+}
+
+int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype,
+                          int dest, int tag, MPIR_Comm * comm, MPIR_Info * info,
+                          MPIR_Request ** request)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_op_t *op;
+
+    mpi_errno = op_create((void *) buf, partitions, count, datatype, dest, tag, comm, info,
+                          MPIR_REQUEST_KIND__PART_SEND, request, &op);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (dest == MPI_PROC_NULL)
+        goto fn_exit;
+
+    /* announce ourselves; the receiver's PLAN names this op, so it holds a reference */
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_RTS;
+    hdr.src_rank = comm->rank;
+    hdr.tag = tag;
+    hdr.context_id = comm->context_id;
+    hdr.sop = (uint64_t) (uintptr_t) op;
+    hdr.partitions = partitions;
+    hdr.thread_parts = op->thread_parts;
+    hdr.nvcis = MPIDI_PART_vci_local(comm);
+    hdr.bytes = op->total_bytes;
+    MPIDI_PART_LOCK();
+    op->refs++;
+    MPIDI_PART_UNLOCK();
+    mpi_errno = MPIDI_PART_send_hdr(op, &hdr);
+    if (mpi_errno) {
+        /* no announcement left: undo the request and the op */
+        MPIR_Request *req = *request;
+        op_release(op);
+        MPIDI_PART_OP(req) = NULL;
+        op_release(op);
+        MPIR_Request_free(req);
+        *request = NULL;
+        MPIR_ERR_POP(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype,
+                          int source, int tag, MPIR_Comm * comm, MPIR_Info * info,
+                          MPIR_Request ** request)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_op_t *op;
+    int aggr = MPIR_CVAR_PART_AGGR_SIZE;
+
+    MPIR_ERR_CHKANDJUMP1(aggr < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
+                         "**partaggrsize %d", aggr);
+    mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm, info,
+                          MPIR_REQUEST_KIND__PART_RECV, request, &op);
+    MPIR_ERR_CHECK(mpi_errno);
+    op->aggr_size = aggr;
+    if (source == MPI_PROC_NULL)
+        goto fn_exit;
+
+    /* match the announcements in MPI order: the first unexpected RTS with our key wins */
+    MPIDI_PART_inbox_t *rts = NULL, *prev = NULL;
+    MPIDI_PART_LOCK();
+    for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.unexp_head; e; prev = e, e = e->next) {
+        if (e->hdr.context_id == op->context_id && e->hdr.src_rank == source &&
+            e->hdr.tag == tag) {
+            rts = e;
+            if (prev)
+                prev->next = e->next;
+            else
+                MPIDI_PART_global.unexp_head = e->next;
+            if (MPIDI_PART_global.unexp_tail == e)
+                MPIDI_PART_global.unexp_tail = prev;
+            break;
+        }
+    }
+    op->refs++; /* the posted queue's, or the matching's */
+    if (rts) {
+        op->sop = rts->hdr.sop;
+        op->peer_partitions = rts->hdr.partitions;
+        op->peer_thread_parts = rts->hdr.thread_parts;
+        op->peer_nvcis = rts->hdr.nvcis;
+        op->peer_bytes = rts->hdr.bytes;
+    } else {
+        op->next = NULL;
+        if (MPIDI_PART_global.posted_tail)
+            MPIDI_PART_global.posted_tail->next = op;
+        else
+            MPIDI_PART_global.posted_head = op;
+        MPIDI_PART_global.posted_tail = op;
+    }
+    MPIDI_PART_UNLOCK();
+
+    if (rts) {
+        MPL_free(rts);
+        mpi_errno = MPIDI_PART_match_posted(op);
+        op_release(op);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ---- iterations ---------------------------------------------------------------------------- */
+
+int MPIDI_PART_start(MPIR_Request * request)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
+    int action;
+
+    MPIR_cc_set(request->cc_ptr, 1);
+    MPIDI_PART_LOCK();
+    unpoll(op); /* the hook no longer looks at the previous iteration's messages */
+    action = MPIDI_PART_st_start(&op->st, 0);
+    if (action == MPIDI_PART_START_RUN && op->is_send && op->tp->always_armed(op)) {
+        int32_t none;   /* nothing is held at the start */
+        MPIDI_PART_st_arm(&op->st, &none);
+    }
+    MPIDI_PART_UNLOCK();
+    /* the request is not active yet: nothing reads the previous iteration's messages */
+    if (op->tp)
+        op->tp->iter_reset(op);
+
+    if (action == MPIDI_PART_START_COMPLETE) {
+        set_status(op);
+        MPIR_cc_set(request->cc_ptr, 0);
+    } else if (action == MPIDI_PART_START_RUN && !op->is_send) {
+        mpi_errno = op->tp->recv_arm(op);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    MPIR_Part_request_activate(request);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Message m of a planned sender is complete: send it, or hold it until the iteration's
+ * credit. */
+static inline int msg_complete(MPIDI_PART_op_t * op, int m)
+{
+    if (likely(MPIDI_PART_st_is_armed(&op->st)))
+        return op->tp->send(op, m);
+    MPIDI_PART_LOCK();
+    int held = MPIDI_PART_st_hold(&op->st, m);
+    MPIDI_PART_UNLOCK();
+    return held ? MPI_SUCCESS : op->tp->send(op, m);
+}
+
+static int ready_twice_error(int p)
+{
+    return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                MPI_ERR_ARG, "**partreadytwice", "**partreadytwice %d", p);
+}
+
+static int pready(MPIR_Request * request, int n, int lo, const int *list)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
+    int i = 0;
+
+    if (unlikely(!op->is_send || !MPIR_Part_request_is_active(request))) {
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_REQUEST, "**partnotactive", "**partnotactive %s",
+                             "MPI_Pready");
+    }
+    if (unlikely(MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)) {
+        /* before the plan (or nothing travels): flags only, under the lock; the plan's
+         * installation counts them. Re-checked under the lock: the plan may have come. */
+        MPIDI_PART_LOCK();
+        int planned = MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED;
+        for (; !planned && i < n; i++) {
+            int p = list ? list[i] : lo + i;
+            if (MPIDI_PART_st_ready_unplanned(&op->st, p) == MPIDI_PART_READY_TWICE) {
+                MPIDI_PART_UNLOCK();
+                MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_ARG, "**partreadytwice",
+                                     "**partreadytwice %d", p);
+            }
+        }
+        MPIDI_PART_UNLOCK();
+    }
+    for (; i < n; i++) {
+        int p = list ? list[i] : lo + i;
+        int m = MPIDI_PART_st_ready(&op->st, p);
+        if (m >= 0) {
+            mpi_errno = msg_complete(op, m);
+            MPIR_ERR_CHECK(mpi_errno);
+        } else if (unlikely(m == MPIDI_PART_READY_TWICE)) {
+            mpi_errno = ready_twice_error(p);
+            goto fn_fail;
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_PART_pready_range(int partition_low, int partition_high, MPIR_Request * request)
+{
+    return pready(request, partition_high - partition_low + 1, partition_low, NULL);
+}
+
+int MPIDI_PART_pready_list(int length, const int array_of_partitions[], MPIR_Request * request)
+{
+    return pready(request, length, 0, array_of_partitions);
+}
+
+int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
+
+    /* MPI 4.1: an inactive request has nothing pending */
+    if (!MPIR_Part_request_is_active(request)) {
+        *flag = 1;
+        goto fn_exit;
+    }
+    int state = MPIDI_PART_st_get_state(&op->st);
+    if (likely(state == MPIDI_PART_ST_PLANNED)) {
+        int m = MPIDI_PART_st_msg_of(&op->st, partition);
+        if (MPIDI_PART_st_msg_is_done(&op->st, m) || op->tp->test_msg(op, m)) {
+            *flag = 1;
+            goto fn_exit;
+        }
+        /* bounded progress on what carries the partition (and the engine's handshake) */
+        mpi_errno = op->tp->progress_msg(op, m);
+        MPIR_ERR_CHECK(mpi_errno);
+        *flag = op->tp->test_msg(op, m);
+    } else if (state == MPIDI_PART_ST_UNPLANNED) {
+        mpi_errno = MPID_Progress_test(NULL);
+        MPIR_ERR_CHECK(mpi_errno);
+        *flag = 0;
+    } else {
+        *flag = 1;      /* nothing travels (EMPTY), or the iteration failed */
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+void MPIDI_PART_request_free(MPIR_Request * request)
+{
+    MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
+    if (op == NULL)
+        return;
+    MPIDI_PART_OP(request) = NULL;
+
+    /* the request is inactive (MPI_Request_free refuses active ones, maint/patches/0008):
+     * every internal request of the last iteration has completed */
+    MPIDI_PART_LOCK();
+    unpoll(op);
+    MPIDI_PART_UNLOCK();
+    if (op->tp)
+        op->tp->iter_reset(op);
+    MPIDI_PART_LOCK();
+    op->req = NULL;
+    op->freed = 1;
+    int last = MPIDI_PART_op_unref(op);
+    MPIDI_PART_UNLOCK();
+    if (last)
+        MPIDI_PART_op_destroy(op);
+}
+
+/* ---- completion polling (progress hook) ------------------------------------------------ */
+
+/* Test the messages in flight; *vci_mask gets the VCIs that still carry some. */
+int MPIDI_PART_poll_all(uint64_t * vci_mask)
+{
+    *vci_mask = 0;
+    MPIDI_PART_LOCK();
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.polling; *pp;) {
+        MPIDI_PART_op_t *op = *pp;
+        if (MPIDI_PART_st_is_running(&op->st))
+            op->tp->poll(op, vci_mask);
+        if (!MPIDI_PART_st_is_running(&op->st)) {
+            *pp = op->pnext;
+            MPL_atomic_relaxed_store_int(&op->in_poll, 0);
+        } else {
+            pp = &op->pnext;
+        }
+    }
+    MPIDI_PART_clear_work(MPIDI_PART_WORK_POLL, MPIDI_PART_global.polling != NULL);
+    MPIDI_PART_UNLOCK();
+    return MPI_SUCCESS;
+}

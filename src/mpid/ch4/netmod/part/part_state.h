@@ -1,0 +1,166 @@
+/*
+ * part_state.h: the state machine of one partitioned operation, as pure logic.
+ *
+ * No MPICH header here: compiled into libmpi and, unchanged, into the GoogleTest unit tests
+ * (unittest/test_part_state.cpp drives it with a fake transport). The MPICH side
+ * (part_core.c) owns the locking: functions marked "lock held" must be serialised by the
+ * caller; the others are safe from any thread (GCC __atomic builtins).
+ *
+ * Lifecycle (st->state):
+ *
+ *   UNPLANNED --plan--> PLANNED            the receiver's PLAN (sender) or match (receiver)
+ *   UNPLANNED --fail--> FAILED             the plan is an error (size mismatch, ...): every
+ *                                          iteration completes at once with that error
+ *   (init) ----------> EMPTY               nothing ever travels (MPI_PROC_NULL, or a plan of
+ *   UNPLANNED --plan(0 msgs)--> EMPTY      zero wire messages): iterations complete at once
+ *
+ * Iterations: MPIDI_PART_st_start begins one (iter counts them on both sides; the k-th start
+ * of the send pairs with the k-th start of the receive). A start before the plan is known is
+ * remembered (started_unplanned) and the iteration really begins when the plan is installed.
+ * In a running iteration each wire message m is
+ *
+ *   sender:   filling (cntr[m] > 0) -> complete -> held (not armed) or sent -> done
+ *   receiver: posted -> done (arrived)
+ *
+ * "armed" is the transport's permission to send in this iteration: always on the tag path
+ * with a permanent tag block, after the iteration's CTS (credit) otherwise. The iteration is
+ * over when every message is done (st->left reaches 0).
+ */
+#ifndef PART_STATE_H_INCLUDED
+#define PART_STATE_H_INCLUDED
+
+#include <stdint.h>
+#include "part_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum MPIDI_PART_st_state {
+    MPIDI_PART_ST_UNPLANNED = 0,
+    MPIDI_PART_ST_PLANNED,
+    MPIDI_PART_ST_FAILED,
+    MPIDI_PART_ST_EMPTY
+};
+
+/* What MPIDI_PART_st_start asks the caller to do. */
+enum MPIDI_PART_st_start_action {
+    MPIDI_PART_START_COMPLETE = 0,      /* complete the iteration at once (EMPTY or FAILED) */
+    MPIDI_PART_START_DEFER,     /* no plan yet: the iteration begins at plan time */
+    MPIDI_PART_START_RUN        /* per-iteration state reset: arm (receiver) / wait for ready */
+};
+
+/* Result of readying one partition. */
+#define MPIDI_PART_READY_TWICE   (-2)   /* already readied in this iteration */
+#define MPIDI_PART_READY_PENDING (-1)   /* its message still waits for other partitions */
+
+typedef struct MPIDI_PART_st {
+    int32_t is_send;
+    int32_t partitions;         /* local user partitions */
+    int32_t state;              /* enum MPIDI_PART_st_state; read with acquire */
+    MPIDI_PART_plan_t plan;
+    int32_t nmsgs;              /* plan.nmsgs once PLANNED, else 0 */
+    int32_t ppm;                /* local partitions per full wire message */
+    uint32_t iter;              /* iterations started (lock held) */
+    int32_t started_unplanned;  /* the current iteration was started before the plan */
+    int32_t running;            /* an iteration is under way and not all its messages done */
+    int32_t armed;              /* sender: may send in this iteration (atomic) */
+    int32_t *ready;             /* sender: per partition, readied in this iteration (atomic) */
+    int32_t *cntr;              /* sender: per message, partitions still unready (atomic) */
+    uint8_t *held;              /* sender: complete while not armed (lock held) */
+    int32_t nheld;
+    uint8_t *done;              /* per message: done in this iteration (atomic) */
+    int32_t left;               /* messages of this iteration not yet done (atomic) */
+} MPIDI_PART_st_t;
+
+/* ready: caller-provided array of partitions int32_t (sender; NULL for a receiver). */
+void MPIDI_PART_st_init(MPIDI_PART_st_t * st, int is_send, int32_t partitions, int32_t * ready);
+
+static inline int MPIDI_PART_st_get_state(const MPIDI_PART_st_t * st)
+{
+    return __atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
+}
+
+/* Whether the iteration still has messages not done. */
+static inline int MPIDI_PART_st_is_running(const MPIDI_PART_st_t * st)
+{
+    return __atomic_load_n(&st->running, __ATOMIC_ACQUIRE);
+}
+
+/* Lock held. Begins an iteration; with RUN the per-iteration state is reset. always_armed:
+ * the transport needs no per-iteration credit (a sender then sends as messages complete). */
+int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed);
+
+/* Lock held. Install the plan (UNPLANNED -> PLANNED, or EMPTY when it has no message).
+ * cntr, held, done: caller-provided arrays of plan->nmsgs entries. If an iteration was
+ * started before, it begins now: the messages already complete are written to
+ * complete_out (capacity nmsgs) and their number returned; they must be sent when armed
+ * (always_armed), else they are held. Returns -1 on an invalid plan. */
+int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int32_t * cntr,
+                       uint8_t * held, uint8_t * done, int always_armed, int32_t * complete_out);
+
+/* Lock held. UNPLANNED -> FAILED (or PLANNED -> FAILED). Returns 1 when an iteration was
+ * under way (started before the plan): the caller completes it with the error. */
+int MPIDI_PART_st_fail(MPIDI_PART_st_t * st);
+
+/* Lock-free, PLANNED and running only: ready local partition p. Returns the message that
+ * became complete, MPIDI_PART_READY_PENDING, or MPIDI_PART_READY_TWICE. */
+static inline int32_t MPIDI_PART_st_ready(MPIDI_PART_st_t * st, int32_t p)
+{
+    if (__atomic_exchange_n(&st->ready[p], 1, __ATOMIC_RELAXED))
+        return MPIDI_PART_READY_TWICE;
+    int32_t m = p / st->ppm;
+    /* acq_rel: the thread that completes m sees the other threads' partition data */
+    if (__atomic_sub_fetch(&st->cntr[m], 1, __ATOMIC_ACQ_REL) == 0)
+        return m;
+    return MPIDI_PART_READY_PENDING;
+}
+
+/* Lock held. Ready partition p before the plan is known (or in a FAILED/EMPTY iteration):
+ * only the flag. Returns 0 or MPIDI_PART_READY_TWICE. */
+int MPIDI_PART_st_ready_unplanned(MPIDI_PART_st_t * st, int32_t p);
+
+static inline int MPIDI_PART_st_is_armed(const MPIDI_PART_st_t * st)
+{
+    return __atomic_load_n(&st->armed, __ATOMIC_ACQUIRE);
+}
+
+/* Lock held. Message m became complete while the iteration is not armed: returns 1 if it is
+ * now held for the arming, 0 if arming happened meanwhile (send it). */
+int MPIDI_PART_st_hold(MPIDI_PART_st_t * st, int32_t m);
+
+/* Lock held. Arm the current iteration; the held messages are written to out (capacity
+ * nmsgs) and their number returned: send them. */
+int MPIDI_PART_st_arm(MPIDI_PART_st_t * st, int32_t * out);
+
+/* Lock-free. Message m is done (sent and completed, or arrived). Returns 1 when it was the
+ * iteration's last, 0 otherwise, -1 when m was already done. */
+static inline int MPIDI_PART_st_msg_done(MPIDI_PART_st_t * st, int32_t m)
+{
+    uint8_t expected = 0;
+    if (!__atomic_compare_exchange_n(&st->done[m], &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return -1;
+    if (__atomic_sub_fetch(&st->left, 1, __ATOMIC_ACQ_REL) == 0) {
+        __atomic_store_n(&st->running, 0, __ATOMIC_RELEASE);
+        return 1;
+    }
+    return 0;
+}
+
+/* Lock-free. Whether message m is done in this iteration (one load). */
+static inline int MPIDI_PART_st_msg_is_done(const MPIDI_PART_st_t * st, int32_t m)
+{
+    return __atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE);
+}
+
+/* The message that holds local partition p (PLANNED only). */
+static inline int32_t MPIDI_PART_st_msg_of(const MPIDI_PART_st_t * st, int32_t p)
+{
+    return p / st->ppm;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PART_STATE_H_INCLUDED */

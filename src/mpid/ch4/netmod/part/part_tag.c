@@ -1,0 +1,517 @@
+/*
+ * part_tag.c: the tag transport. Each wire message is one MPID_Isend/MPID_Irecv on the
+ * communicator's private engine context (part_impl.h) with tag base + m, where base names a
+ * block of tags the receive operation holds (part_tagspace.[ch]). An operation holds its
+ * block for life ("permanent": no control message after the first iteration) while fewer
+ * than MPIR_CVAR_PART_TAG_IDS do; otherwise it leases a block per iteration and tells the
+ * sender in a CTS (the sender holds complete messages until the CTS of their iteration).
+ * Messages are spread over VCIs through communicator views (part_vci.c).
+ */
+#include "part_impl.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_PART_TAG_IDS
+      category    : CH4_PART
+      type        : int
+      default     : 4096
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        How many partitioned receive operations may hold a block of wire-message tags for
+        their whole life in one process (no control message after the first iteration).
+        Further operations lease a block per iteration (the CTS path). Tags are handed out
+        by need (a block of 2^ceil(log2 n) tags for n wire messages); an operation also
+        takes the CTS path when a permanent block would leave less than 1/16 of the tag
+        space for leases.
+
+    - name        : MPIR_CVAR_PART_DEBUG_TAG_BITS
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: when > 0, the engine uses at most this many tag bits for its wire
+        messages (2^bits tags in all), so that tests can exhaust the tag space and drive
+        the lease-wait path. 0: all the tag bits the netmods give.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+#define MAX_ORDER 16    /* at most 65536 wire messages per plan */
+
+/* Lock held. */
+int MPIDI_PART_tags_init(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int bits = 0;
+
+    while (bits < 40 && ((int64_t) 1 << (bits + 1)) - 1 <= (int64_t) MPIR_Process.attrs.tag_ub)
+        bits++;
+    if (MPIR_CVAR_PART_DEBUG_TAG_BITS > 0 && MPIR_CVAR_PART_DEBUG_TAG_BITS < bits)
+        bits = MPIR_CVAR_PART_DEBUG_TAG_BITS;
+    MPIR_ERR_CHKANDJUMP1(MPIDI_PART_tagspace_init(&MPIDI_PART_global.tags, bits) != 0,
+                         mpi_errno, MPI_ERR_OTHER, "**parttags", "**parttags %d", bits);
+    MPIDI_PART_global.max_order = bits < MAX_ORDER ? bits : MAX_ORDER;
+    MPIDI_PART_global.perm_max = MPIR_CVAR_PART_TAG_IDS > 0 ? MPIR_CVAR_PART_TAG_IDS : 0;
+    MPIDI_PART_global.perm_blocks = 0;
+    MPIDI_PART_global.tags_ready = 1;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+void MPIDI_PART_tags_finalize(void)
+{
+    if (MPIDI_PART_global.tags_ready)
+        MPIDI_PART_tagspace_destroy(&MPIDI_PART_global.tags);
+    MPIDI_PART_global.tags_ready = 0;
+}
+
+int MPIDI_PART_tag_max_msgs(void)
+{
+    return 1 << MPIDI_PART_global.max_order;
+}
+
+/* Lock held: a block for op (-1: none free). */
+static int64_t block_get(MPIDI_PART_op_t * op)
+{
+    int64_t base = MPIDI_PART_tagspace_alloc(&MPIDI_PART_global.tags, op->u.tag.order);
+    if (base >= 0)
+        MPIDI_PART_PVAR_ADD(TAG_IDS_IN_USE, 1);
+    return base;
+}
+
+/* Lock held. */
+static void block_put(MPIDI_PART_op_t * op, int64_t base)
+{
+    MPIDI_PART_tagspace_free(&MPIDI_PART_global.tags, base, op->u.tag.order);
+    MPIDI_PART_PVAR_SUB(TAG_IDS_IN_USE, 1);
+}
+
+/* Lock held: the receiver gives back its iteration's lease. */
+static void lease_return(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    if (t->permanent || t->base < 0)
+        return;
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.leased; *pp; pp = &(*pp)->u.tag.lnext) {
+        if (*pp == op) {
+            *pp = t->lnext;
+            break;
+        }
+    }
+    block_put(op, t->base);
+    t->base = -1;
+}
+
+/* ---- wire messages ------------------------------------------------------------------- */
+
+static int tag_test_msg(MPIDI_PART_op_t * op, int m)
+{
+    MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[m], __ATOMIC_ACQUIRE);
+    if (r && MPIR_Request_is_complete(r)) {
+        MPIDI_PART_msg_done(op, m);
+        return 1;
+    }
+    return MPIDI_PART_st_msg_is_done(&op->st, m);
+}
+
+static int tag_send(MPIDI_PART_op_t * op, int m)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int32_t first, nparts;
+    MPIR_Request *r = NULL;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+
+    MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
+    mpi_errno = MPID_Isend(op->buf + first * op->part_extent, nparts * op->count, op->datatype,
+                           op->peer, (int) (t->base + m), MPIDI_PART_msg_comm(op, m),
+                           MPIDI_PART_CONTEXT_OFFSET, &r);
+    MPIR_ERR_CHECK(mpi_errno);
+    __atomic_store_n(&t->wreq[m], r, __ATOMIC_RELEASE);
+    if (!tag_test_msg(op, m))
+        MPIDI_PART_msg_in_flight(op);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Receiver: post this iteration's receives under t->base. */
+static int post_recvs(MPIDI_PART_op_t * op)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    int n = op->st.nmsgs, all_done = 1;
+
+    for (int m = 0; m < n; m++) {
+        int32_t first, nparts;
+        MPIR_Request *r = NULL;
+        MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
+        mpi_errno = MPID_Irecv(op->buf + first * op->part_extent, nparts * op->count,
+                               op->datatype, op->peer, (int) (t->base + m),
+                               MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET, &r);
+        MPIR_ERR_CHECK(mpi_errno);
+        __atomic_store_n(&t->wreq[m], r, __ATOMIC_RELEASE);
+    }
+    MPIDI_PART_PVAR_ADD(WIRE_MSGS_RECVD, n);
+    for (int m = 0; m < n; m++)
+        all_done &= tag_test_msg(op, m);
+    if (!all_done)
+        MPIDI_PART_msg_in_flight(op);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int send_cts(MPIDI_PART_op_t * op, uint32_t iter, int64_t base)
+{
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_CTS;
+    hdr.sop = op->sop;
+    hdr.iter = iter;
+    hdr.ext_len = sizeof(base);
+    memcpy(hdr.ext, &base, sizeof(base));
+    return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+static int tag_recv_arm(MPIDI_PART_op_t * op)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    uint32_t iter;
+
+    if (t->permanent)
+        return post_recvs(op);
+
+    MPIDI_PART_LOCK();
+    iter = op->st.iter;
+    t->base = block_get(op);
+    if (t->base >= 0) {
+        t->lnext = MPIDI_PART_global.leased;
+        MPIDI_PART_global.leased = op;
+    } else {
+        /* wait for a lease; the hook hands out blocks as they come back */
+        t->lease_wait = 1;
+        op->next = NULL;
+        if (MPIDI_PART_global.lease_tail)
+            MPIDI_PART_global.lease_tail->next = op;
+        else
+            MPIDI_PART_global.lease_head = op;
+        MPIDI_PART_global.lease_tail = op;
+        MPIDI_PART_PVAR_ADD(LEASE_WAITS, 1);
+    }
+    MPIDI_PART_set_work(MPIDI_PART_WORK_HANDSHAKE);
+    MPIDI_PART_UNLOCK();
+    if (t->base < 0)
+        goto fn_exit;
+
+    mpi_errno = post_recvs(op);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = send_cts(op, iter, t->base);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Progress hook, no lock: return the leases of finished iterations and hand free blocks
+ * to waiting receivers. A waiter that does not fit is passed over, not waited for: started
+ * operations progress independently. */
+int MPIDI_PART_tag_handshake(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    MPIDI_PART_LOCK();
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.leased; *pp;) {
+        MPIDI_PART_op_t *op = *pp;
+        if (!MPIDI_PART_st_is_running(&op->st)) {
+            *pp = op->u.tag.lnext;
+            block_put(op, op->u.tag.base);
+            op->u.tag.base = -1;
+        } else {
+            pp = &op->u.tag.lnext;
+        }
+    }
+    MPIDI_PART_UNLOCK();
+
+    while (1) {
+        MPIDI_PART_op_t *op = NULL, *prev = NULL;
+        uint32_t iter = 0;
+        MPIDI_PART_LOCK();
+        for (op = MPIDI_PART_global.lease_head; op; prev = op, op = op->next) {
+            int64_t base = block_get(op);
+            if (base < 0)
+                continue;
+            if (prev)
+                prev->next = op->next;
+            else
+                MPIDI_PART_global.lease_head = op->next;
+            if (MPIDI_PART_global.lease_tail == op)
+                MPIDI_PART_global.lease_tail = prev;
+            op->u.tag.lease_wait = 0;
+            op->u.tag.base = base;
+            op->u.tag.lnext = MPIDI_PART_global.leased;
+            MPIDI_PART_global.leased = op;
+            iter = op->st.iter;
+            break;
+        }
+        MPIDI_PART_UNLOCK();
+        if (!op)
+            break;
+        mpi_errno = post_recvs(op);
+        MPIR_ERR_CHECK(mpi_errno);
+        mpi_errno = send_cts(op, iter, op->u.tag.base);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Sender, progress hook: the CTS of the receiver's iteration hdr->iter arrived. */
+static int tag_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    int32_t *tosend = NULL;
+    int nsend = 0;
+    int64_t base;
+
+    if (hdr->ext_len != sizeof(base))
+        goto fn_exit;
+    memcpy(&base, hdr->ext, sizeof(base));
+    tosend = MPL_malloc(sizeof(int32_t) * op->st.nmsgs, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(tosend == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+
+    MPIDI_PART_LOCK();
+    if (!op->freed && hdr->iter == op->st.iter && MPIDI_PART_st_is_running(&op->st) &&
+        !MPIDI_PART_st_is_armed(&op->st)) {
+        /* the current iteration's credit: send what waited for it */
+        t->base = base;
+        nsend = MPIDI_PART_st_arm(&op->st, tosend);
+    } else if (hdr->iter > op->st.iter && t->ncts < 2) {
+        /* ahead of its iteration (the receiver starts before our MPI_Start) */
+        t->cts_iter[t->ncts] = hdr->iter;
+        t->cts_base[t->ncts] = base;
+        t->ncts++;
+    }
+    MPIDI_PART_UNLOCK();
+    mpi_errno = MPIDI_PART_send_ready(op, tosend, nsend);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    MPL_free(tosend);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Sender, lock held, at the start of a planned iteration (st.iter counts it already). */
+static int tag_always_armed(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    if (t->permanent)
+        return 1;
+    t->base = -1;
+    if (t->ncts > 0 && t->cts_iter[0] == op->st.iter) {
+        t->base = t->cts_base[0];
+        t->cts_iter[0] = t->cts_iter[1];
+        t->cts_base[0] = t->cts_base[1];
+        t->ncts--;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- plan ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int32_t permanent;
+    int32_t vci_n, vci_parts, vci_ppt;
+    int64_t base;
+} tag_plan_ext_t;
+
+static int tag_alloc(MPIDI_PART_op_t * op)
+{
+    int n = op->st.plan.nmsgs;
+    op->u.tag.wreq = MPL_calloc(n, sizeof(MPIR_Request *), MPL_MEM_OTHER);
+    return op->u.tag.wreq ? MPI_SUCCESS :
+        MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                             MPI_ERR_OTHER, "**nomem", 0);
+}
+
+static int tag_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    tag_plan_ext_t ext;
+    int n = plan->plan.nmsgs;
+
+    mpi_errno = tag_alloc(op);
+    MPIR_ERR_CHECK(mpi_errno);
+    t->order = MPIDI_PART_tagspace_order(n);
+    t->base = -1;
+    MPIDI_PART_LOCK();
+    if (MPIDI_PART_global.perm_blocks < MPIDI_PART_global.perm_max) {
+        int64_t base = block_get(op);
+        int64_t room = ((int64_t) 1 << MPIDI_PART_global.tags.bits) -
+            MPIDI_PART_global.tags.in_use;
+        if (base >= 0 && room < ((int64_t) 1 << MPIDI_PART_global.tags.bits) / 16) {
+            block_put(op, base);        /* keep room for leases */
+            base = -1;
+        }
+        if (base >= 0) {
+            t->permanent = 1;
+            t->base = base;
+            MPIDI_PART_global.perm_blocks++;
+        }
+    }
+    MPIDI_PART_UNLOCK();
+    if (!t->permanent)
+        MPIDI_PART_PVAR_ADD(CTS_PATH_OPS, 1);
+
+    /* VCIs: by the sender's thread layout if it gave one (its threads send), else by ours,
+     * else round-robin; never more than either side has */
+    ext.permanent = t->permanent;
+    ext.base = t->base;
+    ext.vci_n = MPIDI_PART_vci_count(op->comm, n, op->peer_nvcis);
+    ext.vci_parts = op->peer_thread_parts > 0 ? op->peer_partitions : op->partitions;
+    ext.vci_ppt = op->peer_thread_parts > 0 ? op->peer_thread_parts : op->thread_parts;
+    mpi_errno = MPIDI_PART_vci_setup(op, ext.vci_n, ext.vci_parts, ext.vci_ppt);
+    MPIR_ERR_CHECK(mpi_errno);
+    plan->ext_len = sizeof(ext);
+    memcpy(plan->ext, &ext, sizeof(ext));
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    MPIDI_PART_tag_transport.free(op);
+    goto fn_exit;
+}
+
+static int tag_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    tag_plan_ext_t ext;
+    int n = plan->plan.nmsgs;
+
+    MPIR_ERR_CHKANDJUMP2(plan->ext_len != sizeof(ext), mpi_errno, MPI_ERR_OTHER,
+                         "**partbadplan", "**partbadplan %d %d", plan->transport, n);
+    memcpy(&ext, plan->ext, sizeof(ext));
+    /* a peer's VCI count must fit ours (ranks may run with different NUM_VCIS) */
+    MPIR_ERR_CHKANDJUMP2(ext.vci_n < 1 || ext.vci_n > MPIDI_PART_vci_local(op->comm) ||
+                         ext.vci_ppt < 0 || ext.vci_parts < 1 ||
+                         (ext.permanent && (ext.base < 0 ||
+                                            ext.base + n - 1 > MPIR_Process.attrs.tag_ub)),
+                         mpi_errno, MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
+                         plan->transport, n);
+    mpi_errno = tag_alloc(op);
+    MPIR_ERR_CHECK(mpi_errno);
+    t->permanent = ext.permanent;
+    t->base = ext.permanent ? ext.base : -1;
+    mpi_errno = MPIDI_PART_vci_setup(op, ext.vci_n, ext.vci_parts, ext.vci_ppt);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ---- completion and teardown ------------------------------------------------------------ */
+
+static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    for (int m = t->cursor; m < op->st.nmsgs; m++) {
+        if (tag_test_msg(op, m)) {
+            if (m == t->cursor)
+                t->cursor++;
+        } else if (t->vcomm) {
+            *vci_mask |= (uint64_t) 1 << t->msg_vci[m];
+        }
+    }
+}
+
+/* MPI_Parrived found message m not done: progress the VCI that carries it (without
+ * MPICH's hooks: the completion polling is not needed for this message), then the engine's
+ * handshake work if there is any, so that a thread that only polls MPI_Parrived still moves
+ * every other operation's handshake. */
+static int tag_progress_msg(MPIDI_PART_op_t * op, int m)
+{
+    int vci = op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
+    int mpi_errno = MPIDI_PART_vci_progress((uint64_t) 1 << vci);
+    if (mpi_errno == MPI_SUCCESS &&
+        (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
+        mpi_errno = MPIDI_PART_handshake();
+    return mpi_errno;
+}
+
+static void tag_iter_reset(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    if (t->wreq) {
+        for (int m = 0; m < op->st.nmsgs; m++) {
+            MPIR_Request *r = t->wreq[m];
+            if (r) {
+                t->wreq[m] = NULL;
+                MPIR_Request_free(r);
+            }
+        }
+    }
+    t->cursor = 0;
+    if (!op->is_send && !t->permanent && t->base >= 0) {
+        MPIDI_PART_LOCK();
+        lease_return(op);
+        MPIDI_PART_UNLOCK();
+    }
+}
+
+static void tag_free(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    tag_iter_reset(op);
+    MPIDI_PART_LOCK();
+    if (!op->is_send && t->permanent && t->base >= 0) {
+        block_put(op, t->base);
+        MPIDI_PART_global.perm_blocks--;
+        t->base = -1;
+    }
+    MPIDI_PART_UNLOCK();
+    MPIDI_PART_vci_release(op);
+    MPL_free(t->wreq);
+    t->wreq = NULL;
+}
+
+const MPIDI_PART_transport_t MPIDI_PART_tag_transport = {
+    .name = "tag",
+    .id = MPIDI_PART_TRANSPORT_TAG,
+    .recv_plan = tag_recv_plan,
+    .send_plan = tag_send_plan,
+    .always_armed = tag_always_armed,
+    .recv_arm = tag_recv_arm,
+    .send = tag_send,
+    .ctl = tag_ctl,
+    .test_msg = tag_test_msg,
+    .poll = tag_poll,
+    .progress_msg = tag_progress_msg,
+    .iter_reset = tag_iter_reset,
+    .free = tag_free,
+};

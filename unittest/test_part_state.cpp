@@ -1,0 +1,265 @@
+// Tests of the per-operation state machine (part_state.[ch]) without MPICH. A fake
+// transport stands in for part_tag.c: it records what the core would send and reports
+// messages done, the way part_core.c drives the state machine.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "part_state.h"
+
+namespace {
+
+// One operation with its storage, driven as part_core.c drives it.
+struct Op {
+    MPIDI_PART_st_t st{};
+    std::vector<int32_t> ready, cntr;
+    std::vector<uint8_t> held, done;
+    std::vector<int32_t> out;
+    std::mutex lock;  // the engine lock
+    std::vector<int> sent;  // the fake transport's log of sent messages
+    int completions = 0;    // iterations whose last message was done
+
+    Op(bool is_send, int parts) : ready(parts > 0 ? parts : 1)
+    {
+        MPIDI_PART_st_init(&st, is_send, parts, is_send ? ready.data() : nullptr);
+    }
+    int plan(int gcd, int merge, bool armed = true)
+    {
+        MPIDI_PART_plan_t p{gcd, merge, merge > 0 ? (gcd + merge - 1) / merge : 0};
+        cntr.assign(p.nmsgs, 0);
+        held.assign(p.nmsgs, 0);
+        done.assign(p.nmsgs, 0);
+        out.assign(p.nmsgs, -1);
+        std::lock_guard<std::mutex> g(lock);
+        int n = MPIDI_PART_st_plan(&st, &p, cntr.data(), held.data(), done.data(), armed,
+                                   out.data());
+        for (int i = 0; i < n; i++)
+            sent.push_back(out[i]);
+        return n;
+    }
+    int start(bool armed = true)
+    {
+        std::lock_guard<std::mutex> g(lock);
+        return MPIDI_PART_st_start(&st, armed);
+    }
+    // MPI_Pready of one partition: returns the result of st_ready (or of the unplanned path)
+    int pready(int p)
+    {
+        if (MPIDI_PART_st_get_state(&st) != MPIDI_PART_ST_PLANNED) {
+            std::lock_guard<std::mutex> g(lock);
+            if (MPIDI_PART_st_get_state(&st) != MPIDI_PART_ST_PLANNED)
+                return MPIDI_PART_st_ready_unplanned(&st, p);
+        }
+        int m = MPIDI_PART_st_ready(&st, p);
+        if (m >= 0) {
+            if (MPIDI_PART_st_is_armed(&st)) {
+                record(m);
+            } else {
+                std::lock_guard<std::mutex> g(lock);
+                if (!MPIDI_PART_st_hold(&st, m))
+                    sent.push_back(m);
+            }
+        }
+        return m;
+    }
+    void record(int m)
+    {
+        std::lock_guard<std::mutex> g(lock);
+        sent.push_back(m);
+    }
+    int arm()
+    {
+        std::lock_guard<std::mutex> g(lock);
+        int n = MPIDI_PART_st_arm(&st, out.data());
+        for (int i = 0; i < n; i++)
+            sent.push_back(out[i]);
+        return n;
+    }
+    void msg_done(int m)
+    {
+        if (MPIDI_PART_st_msg_done(&st, m) == 1)
+            completions++;
+    }
+};
+
+}  // namespace
+
+TEST(PartState, SenderSendsEachMessageWhenItsLastPartitionIsReady)
+{
+    Op op(true, 8);
+    EXPECT_EQ(op.plan(4, 1), 0);  // 4 messages of 2 partitions
+    EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
+    EXPECT_EQ(op.pready(0), MPIDI_PART_READY_PENDING);
+    EXPECT_TRUE(op.sent.empty());
+    EXPECT_EQ(op.pready(1), 0);  // message 0 complete
+    EXPECT_EQ(op.pready(7), MPIDI_PART_READY_PENDING);
+    EXPECT_EQ(op.pready(6), 3);
+    EXPECT_EQ(op.sent, (std::vector<int>{0, 3}));
+    EXPECT_EQ(op.pready(6), MPIDI_PART_READY_TWICE);
+}
+
+TEST(PartState, IterationCompletesOnceWhenEveryMessageIsDone)
+{
+    Op op(false, 6);
+    op.plan(3, 1);
+    for (int it = 1; it <= 3; it++) {
+        EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
+        EXPECT_EQ(op.st.iter, uint32_t(it));
+        EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));
+        for (int m : {2, 0})
+            op.msg_done(m);
+        EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, 1));
+        EXPECT_TRUE(MPIDI_PART_st_msg_is_done(&op.st, 2));
+        EXPECT_EQ(MPIDI_PART_st_msg_done(&op.st, 2), -1);  // twice: ignored
+        EXPECT_EQ(op.completions, it - 1);
+        op.msg_done(1);
+        EXPECT_EQ(op.completions, it);
+        EXPECT_FALSE(MPIDI_PART_st_is_running(&op.st));
+    }
+}
+
+TEST(PartState, ArrivedIsPerPartitionThroughItsMessage)
+{
+    Op op(false, 8);
+    op.plan(8, 4);  // 2 messages: partitions 0-3 and 4-7
+    op.start();
+    EXPECT_EQ(MPIDI_PART_st_msg_of(&op.st, 3), 0);
+    EXPECT_EQ(MPIDI_PART_st_msg_of(&op.st, 4), 1);
+    op.msg_done(1);
+    for (int p = 0; p < 8; p++)
+        EXPECT_EQ(MPIDI_PART_st_msg_is_done(&op.st, MPIDI_PART_st_msg_of(&op.st, p)), p >= 4);
+}
+
+TEST(PartState, StartBeforePlanDefersAndThePlanSendsWhatIsComplete)
+{
+    Op op(true, 8);
+    EXPECT_EQ(op.start(), MPIDI_PART_START_DEFER);
+    for (int p : {0, 1, 2, 5})
+        EXPECT_EQ(op.pready(p), 0);
+    EXPECT_EQ(op.pready(5), MPIDI_PART_READY_TWICE);
+    EXPECT_TRUE(op.sent.empty());
+    // 4 messages of 2: 0 = {0,1} complete, 1 = {2,3} half, 2 = {4,5} half, 3 none
+    EXPECT_EQ(op.plan(4, 1), 1);
+    EXPECT_EQ(op.sent, (std::vector<int>{0}));
+    EXPECT_EQ(op.pready(3), 1);
+    EXPECT_EQ(op.pready(4), 2);
+    EXPECT_EQ(op.pready(5), MPIDI_PART_READY_TWICE);
+}
+
+TEST(PartState, WithoutCreditCompleteMessagesAreHeldUntilArmed)
+{
+    Op op(true, 4);
+    op.plan(4, 1, false);
+    EXPECT_EQ(op.start(false), MPIDI_PART_START_RUN);
+    EXPECT_EQ(op.pready(2), 2);
+    EXPECT_EQ(op.pready(0), 0);
+    EXPECT_TRUE(op.sent.empty());
+    EXPECT_EQ(op.st.nheld, 2);
+    EXPECT_EQ(op.arm(), 2);
+    EXPECT_EQ(op.sent, (std::vector<int>{0, 2}));
+    EXPECT_EQ(op.pready(1), 1);  // armed now: straight out
+    EXPECT_EQ(op.sent, (std::vector<int>{0, 2, 1}));
+    // the next iteration starts unarmed again
+    op.start(false);
+    EXPECT_FALSE(MPIDI_PART_st_is_armed(&op.st));
+    EXPECT_EQ(op.st.nheld, 0);
+}
+
+TEST(PartState, DeferredStartWithoutCreditHoldsThePlansCompleteMessages)
+{
+    Op op(true, 2);
+    op.start(false);
+    op.pready(0);
+    op.pready(1);
+    EXPECT_EQ(op.plan(2, 1, false), 0);
+    EXPECT_TRUE(op.sent.empty());
+    EXPECT_EQ(op.arm(), 2);
+}
+
+TEST(PartState, FailureCompletesAStartedIterationAndEveryLaterOne)
+{
+    Op op(false, 4);
+    op.start();
+    {
+        std::lock_guard<std::mutex> g(op.lock);
+        EXPECT_EQ(MPIDI_PART_st_fail(&op.st), 1);
+    }
+    EXPECT_EQ(MPIDI_PART_st_get_state(&op.st), MPIDI_PART_ST_FAILED);
+    EXPECT_EQ(op.start(), MPIDI_PART_START_COMPLETE);
+    Op idle(true, 4);
+    std::lock_guard<std::mutex> g(idle.lock);
+    EXPECT_EQ(MPIDI_PART_st_fail(&idle.st), 0);  // nothing was under way
+}
+
+TEST(PartState, EmptyPlanCompletesAtOnce)
+{
+    Op op(true, 0);
+    op.start();
+    EXPECT_EQ(op.plan(0, 0), 0);  // nmsgs 0
+    EXPECT_EQ(MPIDI_PART_st_get_state(&op.st), MPIDI_PART_ST_EMPTY);
+    EXPECT_EQ(op.start(), MPIDI_PART_START_COMPLETE);
+}
+
+TEST(PartState, RejectsPlansThatDoNotFit)
+{
+    Op op(true, 6);
+    EXPECT_LT(op.plan(4, 1), 0);  // 4 does not divide 6
+    EXPECT_EQ(MPIDI_PART_st_get_state(&op.st), MPIDI_PART_ST_UNPLANNED);
+    EXPECT_EQ(op.plan(3, 1), 0);
+    EXPECT_LT(op.plan(3, 1), 0);  // only once
+}
+
+TEST(PartState, ManyThreadsReadyingSendEveryMessageExactlyOnce)
+{
+    const int parts = 256, threads = 8, iters = 200;
+    Op op(true, parts);
+    op.plan(64, 1);  // 64 messages of 4 partitions, interleaved among threads below
+    for (int it = 0; it < iters; it++) {
+        op.sent.clear();
+        op.start();
+        std::atomic<int> go{0};
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; t++) {
+            ts.emplace_back([&, t] {
+                while (!go.load())
+                    ;
+                for (int p = t; p < parts; p += threads)
+                    EXPECT_NE(op.pready(p), MPIDI_PART_READY_TWICE);
+            });
+        }
+        go = 1;
+        for (auto &th : ts)
+            th.join();
+        std::multiset<int> s(op.sent.begin(), op.sent.end());
+        ASSERT_EQ(op.sent.size(), 64u) << "iteration " << it;
+        for (int m = 0; m < 64; m++)
+            ASSERT_EQ(s.count(m), 1u) << "message " << m << " iteration " << it;
+        for (int m = 0; m < 64; m++)
+            op.msg_done(m);
+    }
+    EXPECT_EQ(op.completions, iters);
+}
+
+TEST(PartState, ConcurrentDoneReportsCompleteTheIterationOnce)
+{
+    const int iters = 500;
+    Op op(false, 32);
+    op.plan(32, 1);
+    for (int it = 0; it < iters; it++) {
+        op.start();
+        std::atomic<int> lasts{0};
+        auto reporter = [&] {
+            for (int m = 0; m < 32; m++)
+                if (MPIDI_PART_st_msg_done(&op.st, m) == 1)
+                    lasts++;
+        };
+        std::thread a(reporter), b(reporter);  // a poller and an MPI_Parrived, say
+        a.join();
+        b.join();
+        ASSERT_EQ(lasts.load(), 1) << "iteration " << it;
+    }
+}
