@@ -1,0 +1,211 @@
+/*
+ * part_zero_parts.c: partitioned operations with partitions = 0 (2 processes).
+ *
+ * MPI_ERRORS_RETURN is set on MPI_COMM_WORLD, MPI_COMM_SELF and the communicator used.
+ * What it asserts (5 iterations each):
+ * - MPI_Psend_init / MPI_Precv_init accept partitions = 0. Send 0 partitions against
+ *   receive 0 partitions: MPI_Start then MPI_Wait completes at once on both sides every
+ *   iteration; the receive status counts 0 bytes.
+ *   On the active requests MPI_Pready(0, send) and MPI_Parrived(recv, 0, &flag) return
+ *   MPI_ERR_ARG (partition 0 does not exist).
+ * - Send 0 partitions against a receive of 4 partitions of 8 ints: allowed (receive larger
+ *   than send); status count 0, the receive buffer untouched.
+ * - Send 4 partitions of 8 ints against a receive of 0 partitions: MPI_Wait returns an error
+ *   of class MPI_ERR_TRUNCATE on both sides, every iteration; the receive buffer untouched.
+ * - Afterwards a normal pair on the same tag carries correct data (nothing left over).
+ */
+
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpitest.h"
+
+#define ITERS 5
+#define SENTINEL 0x5a5a5a5a
+
+static int rank, errs = 0;
+static MPI_Comm comm;
+
+static void pair_sync(void)
+{
+    int a = 0, b;
+    MPI_Sendrecv(&a, 1, MPI_INT, 1 - rank, 999, &b, 1, MPI_INT, 1 - rank, 999, comm,
+                 MPI_STATUS_IGNORE);
+}
+
+static int expect_class(int err, int cls, const char *what, int it)
+{
+    int c = MPI_SUCCESS;
+    if (err != MPI_SUCCESS)
+        MPI_Error_class(err, &c);
+    if (c != cls) {
+        char s[MPI_MAX_ERROR_STRING] = "MPI_SUCCESS";
+        int len;
+        if (err != MPI_SUCCESS)
+            MPI_Error_string(err, s, &len);
+        fprintf(stderr, "rank %d iter %d: %s returned class %d (%s), expected class %d\n", rank,
+                it, what, c, s, cls);
+        errs++;
+        return 1;
+    }
+    return 0;
+}
+
+static void check_untouched(const int *buf, int n, const char *what, int it)
+{
+    for (int i = 0; i < n; i++)
+        if (buf[i] != SENTINEL) {
+            fprintf(stderr, "rank %d iter %d: %s: buf[%d] = %d was written\n", rank, it, what, i,
+                    buf[i]);
+            errs++;
+            return;
+        }
+}
+
+/* Complete with MPI_Test within 10 s (a zero-partition operation must not hang) */
+static int test_limit(MPI_Request * req, MPI_Status * st, const char *what, int it)
+{
+    int flag = 0, err = MPI_SUCCESS;
+    double t0 = MPI_Wtime();
+    while (!flag) {
+        err = MPI_Test(req, &flag, st);
+        if (err != MPI_SUCCESS)
+            break;
+        if (!flag && MPI_Wtime() - t0 > 10.0) {
+            fprintf(stderr, "rank %d iter %d: %s: not complete after 10 s\n", rank, it, what);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    return err;
+}
+
+/* send sparts x 8 ints, receive rparts x 8 ints */
+static void run(int sparts, int rparts, int tag, int want_cls, const char *name)
+{
+    int sbuf[32] = { 0 }, rbuf[40] = { 0 }, err, flag;
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Status st;
+    char what[200];
+
+    if (rank == 0)
+        err = MPI_Psend_init(sbuf, sparts, 8, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
+    else
+        err = MPI_Precv_init(rbuf, rparts, 8, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
+    snprintf(what, sizeof(what), "%s (%s)", rank == 0 ? "MPI_Psend_init" : "MPI_Precv_init",
+             name);
+    /* both sides must have a request, or the case is skipped (after the error is counted) */
+    int ok = !expect_class(err, MPI_SUCCESS, what, -1), both;
+    MPI_Allreduce(&ok, &both, 1, MPI_INT, MPI_MIN, comm);
+    if (!both) {
+        if (ok && req != MPI_REQUEST_NULL)
+            MPI_Request_free(&req);
+        pair_sync();
+        return;
+    }
+
+    for (int it = 0; it < ITERS; it++) {
+        for (int i = 0; i < 32; i++)
+            sbuf[i] = 1 + tag * 1000 + it * 100 + i;
+        for (int i = 0; i < 40; i++)
+            rbuf[i] = SENTINEL;
+        err = MPI_Start(&req);
+        snprintf(what, sizeof(what), "MPI_Start (%s)", name);
+        if (expect_class(err, MPI_SUCCESS, what, it))
+            break;
+        if (rank == 0) {
+            if (sparts == 0) {
+                snprintf(what, sizeof(what), "MPI_Pready(0) on a send of 0 partitions (%s)",
+                         name);
+                expect_class(MPI_Pready(0, req), MPI_ERR_ARG, what, it);
+            } else {
+                MPI_Pready_range(0, sparts - 1, req);
+            }
+        } else if (rparts == 0) {
+            flag = -1;
+            snprintf(what, sizeof(what), "MPI_Parrived(0) on a receive of 0 partitions (%s)",
+                     name);
+            expect_class(MPI_Parrived(req, 0, &flag), MPI_ERR_ARG, what, it);
+        }
+        st.MPI_ERROR = MPI_SUCCESS;
+        snprintf(what, sizeof(what), "MPI_Wait (%s)", name);
+        err = test_limit(&req, &st, what, it);
+        expect_class(err, want_cls, what, it);
+        if (rank == 1) {
+            if (want_cls == MPI_SUCCESS) {
+                int n = -1;
+                MPI_Get_count(&st, MPI_INT, &n);
+                if (n != 0) {
+                    fprintf(stderr, "rank 1 iter %d: %s: status count %d, expected 0\n", it,
+                            name, n);
+                    errs++;
+                }
+            }
+            check_untouched(rbuf, 40, name, it);
+        }
+        if (err != MPI_SUCCESS && req == MPI_REQUEST_NULL)
+            break;
+    }
+    if (req != MPI_REQUEST_NULL) {
+        snprintf(what, sizeof(what), "MPI_Request_free (%s)", name);
+        expect_class(MPI_Request_free(&req), MPI_SUCCESS, what, -1);
+    }
+    pair_sync();
+}
+
+static void normal_pair(int tag)
+{
+    int buf[64] = { 0 };
+    MPI_Request req;
+
+    if (rank == 0)
+        MPI_Psend_init(buf, 4, 16, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
+    else
+        MPI_Precv_init(buf, 2, 32, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
+    for (int it = 0; it < 3; it++) {
+        for (int i = 0; i < 64; i++)
+            buf[i] = rank == 0 ? 7 + it * 1000 + i : 0;
+        MPI_Start(&req);
+        if (rank == 0)
+            MPI_Pready_range(0, 3, req);
+        expect_class(test_limit(&req, MPI_STATUS_IGNORE, "normal pair", it), MPI_SUCCESS,
+                     "MPI_Wait (normal pair after the zero-partition cases)", it);
+        if (rank == 1)
+            for (int i = 0; i < 64; i++)
+                if (buf[i] != 7 + it * 1000 + i) {
+                    fprintf(stderr, "rank 1 iter %d: normal pair: buf[%d] = %d, expected %d\n",
+                            it, i, buf[i], 7 + it * 1000 + i);
+                    errs++;
+                    break;
+                }
+    }
+    MPI_Request_free(&req);
+    pair_sync();
+}
+
+int main(int argc, char *argv[])
+{
+    int size;
+
+    MTest_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        fprintf(stderr, "This test requires exactly two processes\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+
+    run(0, 0, 1, MPI_SUCCESS, "send 0 partitions, receive 0 partitions");
+    run(0, 4, 2, MPI_SUCCESS, "send 0 partitions, receive 4 x 8 ints");
+    run(4, 0, 3, MPI_ERR_TRUNCATE, "send 4 x 8 ints, receive 0 partitions");
+    normal_pair(1);
+
+    MPI_Comm_free(&comm);
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
