@@ -101,6 +101,24 @@ void set_activity(const std::string &what)
     g_activity = what;
 }
 
+void start_finalize_watchdog(double seconds, int status)
+{
+    if (seconds <= 0)
+        return;
+    std::thread([seconds, status] {
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        std::fprintf(stderr,
+                     "partbench (rank %d): NOTE: MPI_Finalize has not returned after %.0f s "
+                     "(MPICH 4.0.2 ch4:ucx finalize race over TCP: ucp_disconnect_nb waits for "
+                     "a peer already in the PMI barrier); every measurement is done and "
+                     "written: exiting with status %d\n",
+                     g_rank, seconds, status);
+        std::fflush(stderr);
+        std::fflush(stdout);
+        std::_Exit(status);
+    }).detach();
+}
+
 void start_watchdog(double seconds)
 {
     if (seconds <= 0)

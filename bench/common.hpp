@@ -39,6 +39,11 @@ void set_activity(const std::string &what);
 // Start the watchdog: after `seconds` the process prints the current activity and exits
 // with status 124 (mpiexec then ends the other rank).
 void start_watchdog(double seconds);
+// Bound MPI_Finalize: call right before it, once every measurement is done and written. If
+// MPI_Finalize has not returned after `seconds`, print a note and exit with `status` (the
+// run's result). MPICH 4.0.2's ch4:ucx finalize can hang over TCP: ucp_disconnect_nb waits
+// for the peer's progress while the peer already sits in the PMI barrier (both libraries).
+void start_finalize_watchdog(double seconds, int status);
 
 // ---------------------------------------------------------------------------------------
 // waiting for MPI requests

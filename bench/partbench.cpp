@@ -14,6 +14,8 @@
 //              MPI_T_cvar_write before the requests are created), with the wire-message counts
 //              of the MPI_T pvars part_wire_msgs_sent / _recvd / part_user_parts_sent.
 //   halo       a 3-D Jacobi halo exchange (halo.cpp).
+//   parrived   the cost of one MPI_Parrived call that returns false (nothing readied yet)
+//              and of one that returns true (after arrival), in us per call (parrived.cpp).
 //
 // The variants of one size run interleaved, iteration by iteration, so that the slow phases
 // of a shared machine hit them alike. Every iteration's data is verified byte by byte on the
@@ -41,7 +43,8 @@ namespace {
 
 const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ranks)
 
-  --pattern P        pipelined | earlybird | overhead | aggr | halo (default pipelined)
+  --pattern P        pipelined | earlybird | overhead | aggr | halo | parrived
+                     (default pipelined)
   --variants LIST    part,p2p-single,p2p-many,rma-single-passive,rma-many-passive,
                      rma-single-active,rma-many-active (default depends on the pattern)
   --threads N        threads per rank (N)                --theta T   partitions per thread
@@ -55,6 +58,10 @@ const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ran
   --noise-model M    none | single | uniform | gaussian      --noise LIST  noise in % of C
   --aggr LIST        values for MPIR_CVAR_PART_AGGR_SIZE ('-' leaves it as it is)
   --parrived         halo: receiver threads poll MPI_Parrived (default on for halo)
+  --polls K          parrived: MPI_Parrived calls per timed batch (default 1000, smoke 100)
+  --sender-sleep-us U  parrived: while the poller's false batch runs, the sender tests for
+                     "go" every U us and sleeps in between (default 50; 0: it blocks in
+                     MPI_Wait, busy-polling on the other core)
   --bind             bind thread t of rank r to cpu (r*N+t) mod ncpu (default: no binding)
   --spin             compute delays spin all the way (default: sleep, then spin 200 us)
   --wait MODE        block (default): MPI_Wait & co.; yield: MPI_Test loops with
@@ -64,6 +71,9 @@ const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ran
   --lib NAME --config NAME --round K   labels for the CSV rows
   --csv FILE --meta FILE     outputs (appended)
   --timeout S        abort the whole run after S seconds (default 300)
+  --finalize-grace S if MPI_Finalize has not returned after S seconds (default 5; 0 = wait),
+                     print a note and exit with the run's status (MPICH 4.0.2's ch4:ucx
+                     finalize can hang over TCP, in both libraries)
   --corrupt          self-test: spoil one byte per run; verification must fail (exit 2)
   --dump             print every timed iteration's time (us) of every attempt
   --thread-hint      part variant: info key mpich_part_thread_partitions = theta (each
@@ -82,7 +92,7 @@ Options parse(int argc, char **argv)
 {
     Options o;
     std::string variants, sizes, grids, gammas, noises, aggr;
-    int threads = -1, theta = -1, iters = -1, warmup = -1, attempts = -1;
+    int threads = -1, theta = -1, iters = -1, warmup = -1, attempts = -1, polls = -1;
     double compute = -1;
     std::string noise_model;
     for (int i = 1; i < argc; i++) {
@@ -129,6 +139,10 @@ Options parse(int argc, char **argv)
             aggr = val();
         else if (a == "--parrived")
             o.parrived = true;
+        else if (a == "--polls")
+            polls = std::atoi(val().c_str());
+        else if (a == "--sender-sleep-us")
+            o.parrived_sleep_us = std::atof(val().c_str());
         else if (a == "--bind")
             o.bind = true;
         else if (a == "--spin")
@@ -151,6 +165,8 @@ Options parse(int argc, char **argv)
             o.meta = val();
         else if (a == "--timeout")
             o.timeout = std::atof(val().c_str());
+        else if (a == "--finalize-grace")
+            o.finalize_grace = std::atof(val().c_str());
         else if (a == "--spin-us")
             o.spin_us = std::atof(val().c_str());
         else if (a == "--corrupt")
@@ -201,6 +217,11 @@ Options parse(int argc, char **argv)
         if (grids.empty())
             grids = o.full ? "32,64,128" : (o.smoke ? "16" : "32,64");
         o.parrived = true;
+    } else if (p == "parrived") {
+        dv = "part"; // the pattern has its own two rows (parrived-false, parrived-true)
+        ds = "8";
+        if (threads > 1)
+            fatal("--pattern parrived runs one thread per rank");
     } else
         fatal("unknown pattern '%s'", p.c_str());
 
@@ -217,6 +238,7 @@ Options parse(int argc, char **argv)
     o.iters = iters > 0 ? iters : (o.full ? 100 : (o.smoke ? 5 : 30));
     o.warmup = warmup >= 0 ? warmup : (o.smoke ? 1 : 2);
     o.attempts = attempts > 0 ? attempts : (o.full ? 10 : (o.smoke ? 1 : 3));
+    o.polls = polls > 0 ? polls : (o.smoke ? 100 : 1000);
     o.delay.compute_us = compute > 0 ? compute : 0;
     o.delay.noise = noise_model.empty() ? "none" : noise_model;
     if (o.delay.noise != "none" && o.delay.noise != "single" && o.delay.noise != "uniform" &&
@@ -293,7 +315,7 @@ void send_string(const std::string &s, int dst, MPI_Comm comm)
 }
 
 void write_meta(const Options &o, MPI_Comm comm, Team &team, MpiT &mpit, int provided,
-                bool same_host, int *oversub)
+                bool same_host, int shm_ranks, int *oversub)
 {
     int rank;
     MPI_Comm_rank(comm, &rank);
@@ -365,6 +387,10 @@ void write_meta(const Options &o, MPI_Comm comm, Team &team, MpiT &mpit, int pro
                            : "steady_clock with an offset from ping-pongs (different hosts)");
     std::fprintf(f, "oversubscribed: %s (%d threads on %ld cores)\n", *oversub ? "yes" : "no",
                  nthreads, ncpu);
+    std::fprintf(f, "comm_type_shared_ranks: %d of 2 (%s)\n", shm_ranks,
+                 shm_ranks == 2 ? "MPICH may use its shared memory between the ranks"
+                                : "MPICH sees the other rank as remote: traffic goes through "
+                                  "the netmod");
     std::fprintf(f, "options: pattern=%s threads=%d theta=%d iters=%d warmup=%d attempts=%d "
                     "ci=%.3f spin=%d\n\n",
                  o.pattern.c_str(), o.threads, o.theta, o.iters, o.warmup, o.attempts, o.ci_target,
@@ -415,6 +441,14 @@ void Recorder::write(const Row &r)
 {
     if (g_rank != 0)
         return;
+    if (r.pattern == "parrived")
+        std::printf("  %-6s %-10s %-19s N=%d th=%-2d %8s  aggr=%-6s  %8.1f ns/call +-%6.1f "
+                    "(med %8.1f) (%d x %d it%s)  flags true %lld of %lld%s\n",
+                    opt.lib.c_str(), r.pattern.c_str(), r.variant.c_str(), r.threads, r.theta,
+                    size_str(r.bytes).c_str(), r.aggr.c_str(), r.t.mean * 1e3, r.t.ci95 * 1e3,
+                    r.t.median * 1e3, r.attempts, r.iters, r.converged ? "" : ", CI>target",
+                    r.polls_true, r.polls, r.verified ? "" : "  VERIFICATION FAILED");
+    else
     std::printf("  %-6s %-10s %-19s N=%d th=%-2d %8s  aggr=%-6s g=%-5g c=%-5g %s%s  "
                 "%10.2f us +-%6.2f (med %8.2f) (%d x %d it%s)  pb %8.1f MB/s  wire %s/it%s\n",
                 opt.lib.c_str(), r.pattern.c_str(), r.variant.c_str(), r.threads, r.theta,
@@ -445,17 +479,22 @@ void Recorder::write(const Row &r)
                         "gamma_us_per_MB,compute_us,noise_model,noise_pct,iters,attempts,"
                         "converged,mean_us,ci95_us,median_us,min_us,stddev_us,pb_mean_us,"
                         "pb_MBps,raw_mean_us,compute_mean_us,wire_sent_per_iter,"
-                        "wire_recvd_per_iter,parts_per_wire_msg,verified,oversubscribed\n");
+                        "wire_recvd_per_iter,parts_per_wire_msg,verified,oversubscribed,"
+                        "polls,polls_true\n");
+    const int dp = r.pattern == "parrived" ? 7 : 4; // parrived: us per call, ~0.1 us
     std::fprintf(f,
-                 "%s,%d,%s,%s,%s,%d,%d,%d,%zu,%zu,%s,%g,%g,%s,%g,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,"
-                 "%.4f,%.4f,%.3f,%.4f,%.4f,%s,%s,%s,%d,%d\n",
+                 "%s,%d,%s,%s,%s,%d,%d,%d,%zu,%zu,%s,%g,%g,%s,%g,%d,%d,%d,%.*f,%.*f,%.*f,%.*f,"
+                 "%.*f,%.4f,%.3f,%.*f,%.4f,%s,%s,%s,%d,%d,%s,%s\n",
                  opt.lib.c_str(), opt.round, opt.config.c_str(), r.pattern.c_str(),
                  r.variant.c_str(), r.threads, r.theta, r.nparts, r.bytes, r.part_bytes, r.aggr.c_str(), r.gamma,
                  r.compute_us, r.noise.c_str(), r.noise_pct, r.iters, r.attempts, r.converged,
-                 r.t.mean, r.t.ci95, r.t.median, r.t.min, r.t.stddev, r.pb_mean_us,
-                 r.pb_mean_us > 0 ? (double)r.bytes / r.pb_mean_us : 0.0, r.raw_mean_us,
+                 dp, r.t.mean, dp, r.t.ci95, dp, r.t.median, dp, r.t.min, dp, r.t.stddev,
+                 r.pb_mean_us, r.pb_mean_us > 0 ? (double)r.bytes / r.pb_mean_us : 0.0, dp,
+                 r.raw_mean_us,
                  r.compute_mean_us, r.wire_sent.c_str(), r.wire_recvd.c_str(),
-                 r.parts_per_msg.c_str(), r.verified, oversub);
+                 r.parts_per_msg.c_str(), r.verified, oversub,
+                 r.polls >= 0 ? std::to_string(r.polls).c_str() : "n/a",
+                 r.polls_true >= 0 ? std::to_string(r.polls_true).c_str() : "n/a");
     std::fclose(f);
 }
 
@@ -718,6 +757,7 @@ int run_pipelined(const Options &o, MPI_Comm world, Recorder &rec, MpiT &mpit, T
                     if (!ctl[0])
                         break;
                 }
+                set_activity(std::string(act) + ": teardown (MPI_Request_free & co.)");
                 for (auto &s : vs)
                     s.v->teardown(c);
                 // the receiver's wire-message counts to the sender
@@ -775,6 +815,7 @@ int run_pipelined(const Options &o, MPI_Comm world, Recorder &rec, MpiT &mpit, T
         mpit.cvar_write_int("MPIR_CVAR_PART_AGGR_SIZE", cur_aggr);
     std::free(sbuf);
     std::free(rbuf);
+    set_activity(o.lib + " " + o.config + ": MPI_Comm_free of the run's communicators");
     PB_MPI(MPI_Comm_free(&comm));
     PB_MPI(MPI_Comm_free(&ctrl));
     return failures ? 2 : 0;
@@ -823,7 +864,14 @@ int main(int argc, char **argv)
         Team team(o.threads, o.bind, g_rank, o.spin_us);
         Recorder rec;
         rec.opt = o;
-        write_meta(o, MPI_COMM_WORLD, team, mpit, provided, same_host, &rec.oversub);
+        // MPICH's view of locality: with MPIR_CVAR_NOLOCAL=1 every rank is its own node, so
+        // the other rank is reached through the netmod (run.sh checks this line for tcp-*)
+        MPI_Comm shm;
+        int shm_ranks = 0;
+        PB_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm));
+        PB_MPI(MPI_Comm_size(shm, &shm_ranks));
+        PB_MPI(MPI_Comm_free(&shm));
+        write_meta(o, MPI_COMM_WORLD, team, mpit, provided, same_host, shm_ranks, &rec.oversub);
         if (g_rank == 0) {
             std::printf("partbench: %s, %s: pattern %s, %d thread(s) x %d partition(s) per "
                         "rank%s\n",
@@ -831,16 +879,28 @@ int main(int argc, char **argv)
                         rec.oversub ? "  [NOTE: oversubscribed: 2 ranks x threads > cores; "
                                       "timings include OS scheduling]"
                                     : "");
+            std::printf("partbench: ranks in MPI_COMM_TYPE_SHARED: %d of 2\n", shm_ranks);
             std::fflush(stdout);
         }
         if (o.pattern == "halo")
             rc = run_halo(o, MPI_COMM_WORLD, rec, mpit, team);
+        else if (o.pattern == "parrived")
+            rc = run_parrived(o, MPI_COMM_WORLD, rec, mpit);
         else
             rc = run_pipelined(o, MPI_COMM_WORLD, rec, mpit, team, offset);
     }
     int worst = 0;
+    set_activity("the final MPI_Allreduce (every measurement done)");
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (g_rank == 0) {
+        // run.sh uses this status when MPI_Finalize had to be cut short (see below)
+        std::printf("partbench: every result written; run status %d\n", worst);
+        std::fflush(stdout);
+    }
+    set_activity("MPI_T_finalize (every measurement done)");
     mpit.fini();
+    set_activity("MPI_Finalize (every measurement done)");
+    start_finalize_watchdog(o.finalize_grace, worst);
     MPI_Finalize();
     if (worst == 2 && g_rank == 0)
         std::fprintf(stderr, "partbench: data verification FAILED (see above)\n");

@@ -26,12 +26,16 @@ struct Options {
     std::string csv, meta;
     int round = 1;                  // repetition number of the whole sweep (run.sh --rounds)
     double timeout = 300;
+    double finalize_grace = 5;      // s: MPI_Finalize may take this long (then: note, exit)
     bool bind = false, spin_only = false, corrupt = false, parrived = false;
     double spin_us = 20;
     std::string wait = "block";     // block | yield | hybrid | auto
     bool full = false, smoke = false;
     bool dump = false;              // print every iteration's time
     bool thread_hint = false;       // part: info mpich_part_thread_partitions = theta
+    int polls = 1000;               // parrived: MPI_Parrived calls per timed batch
+    double parrived_sleep_us = 50;  // parrived: the sender sleeps between tests of "go" (0 =
+                                    // it blocks in MPI_Wait, busy-polling like the poller)
 };
 
 // Context of one (size, variant) run on one rank. Rank 0 sends, rank 1 receives.
@@ -77,6 +81,8 @@ const std::vector<std::string> &all_variants();
 
 // halo.cpp
 int run_halo(const Options &o, MPI_Comm world, struct Recorder &rec, MpiT &mpit, Team &team);
+// parrived.cpp
+int run_parrived(const Options &o, MPI_Comm world, struct Recorder &rec, MpiT &mpit);
 
 // Row writer (rank 0).
 struct Row {
@@ -94,6 +100,7 @@ struct Row {
     double compute_mean_us = 0;
     std::string wire_sent = "n/a", wire_recvd = "n/a", parts_per_msg = "n/a";
     int verified = 0;
+    long long polls = -1, polls_true = -1; // parrived: timed calls, calls that returned true
 };
 
 struct Recorder {

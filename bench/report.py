@@ -119,6 +119,97 @@ def ft(r):
     return "%s ± %s" % (sig(r["mean_us"]), sig(r["ci95_us"], 2))
 
 
+def pint(x):
+    """an integer CSV cell (polls, polls_true), or None for n/a or a missing column"""
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def fns(r):
+    """a parrived row's time per call in ns, mean ± CI"""
+    if not r:
+        return "n/a"
+    return "%s ± %s" % (sig(r["mean_us"] * 1e3), sig(r["ci95_us"] * 1e3, 2))
+
+
+def target_status(val, limit):
+    """(short status, note) of a ratio (v, h) against the target 'ratio <= limit': met when the
+    mean ratio is at or below the limit; the note says when the 95 % interval crosses it"""
+    if val is None:
+        return "not measured", ""
+    v, h = val
+    if v <= limit:
+        return "met", ("" if v + h <= limit else "95 % interval reaches above the target")
+    return "not met", ("" if v - h > limit else "95 % interval reaches the target")
+
+
+def target_cell(val, limit, what):
+    st, note = target_status(val, limit)
+    return "%s <= %s: **%s**%s" % (what, sig(limit), st, " (%s)" % note if note else "")
+
+
+# The targets of issue 8 (section 3): (key, description, limit)
+TARGETS = [
+    ("shm-1x1-8", "1 thread x 1 partition, 8 B (shared memory): T_ours(part) / T_ours(p2p-single)",
+     1.10),
+    ("shm-4x32-1k", "4 threads x 32 partitions, 1 KiB, no aggregation (shared memory): "
+     "T_ours(part) / T_stock(part)", 1.15),
+    ("parrived-false-1", "MPI_Parrived returning false (not arrived), 1 partition: "
+     "T_ours / T_stock per call", 1.5),
+    ("parrived-false-32", "MPI_Parrived returning false (not arrived), 32 partitions: "
+     "T_ours / T_stock per call", 1.5),
+    ("tcp-1x1-8", "UCX over TCP, 1 thread x 1 partition, 8 B: T_ours(part) / T_stock(part)",
+     1.05),
+    ("tcp-1x1-4k", "UCX over TCP, 1 thread x 1 partition, 4 KiB: T_ours(part) / T_stock(part)",
+     1.05),
+    ("tcp-1x32", "UCX over TCP, 1 thread x 32 partitions of 128 B, no aggregation: "
+     "T_ours(part) / T_stock(part)", 1.5),
+    ("tcp-4x32", "UCX over TCP, 4 threads x 32 partitions of 1 KiB, no aggregation: "
+     "T_ours(part) / T_stock(part)", 1.5),
+]
+TARGET_LIMIT = {k: lim for k, _, lim in TARGETS}
+
+
+def target_values(d):
+    """key -> (ratio (v, h) or None, ratio of the medians or None)"""
+    def pr(a, b):
+        return ratio(a, b), mratio(a, b)
+
+    def part(lib, **kw):
+        return d.one(lib=lib, variant="part", **kw)
+
+    out = {}
+    out["shm-1x1-8"] = pr(part("ours", config="pipe-1x1", bytes=8),
+                          d.one(lib="ours", config="pipe-1x1", variant="p2p-single", bytes=8))
+    out["shm-4x32-1k"] = pr(part("ours", config="pipe-4x32", bytes=1024),
+                            part("stock", config="pipe-4x32", bytes=1024))
+    for th in (1, 32):
+        out["parrived-false-%d" % th] = pr(
+            d.one(lib="ours", pattern="parrived", variant="parrived-false", theta=th),
+            d.one(lib="stock", pattern="parrived", variant="parrived-false", theta=th))
+    for key, cfg, b in (("tcp-1x1-8", "tcp-1x1", 8), ("tcp-1x1-4k", "tcp-1x1", 4096),
+                        ("tcp-1x32", "tcp-1x32", 4096), ("tcp-4x32", "tcp-4x32", 128 << 10)):
+        out[key] = pr(part("ours", config=cfg, bytes=b), part("stock", config=cfg, bytes=b))
+    return out
+
+
+def ucx_transports(meta_text):
+    """(lib, config) -> the ucx_transports lines run.sh appended to meta.txt"""
+    out = defaultdict(list)
+    key = None
+    for line in meta_text.splitlines():
+        if line.startswith("["):
+            parts = line.strip("[]").split()
+            key = (parts[0], parts[1] if len(parts) > 1 else "")
+        elif line.startswith("ucx_transports") and key:
+            v = line.split(":", 1)[1].strip()
+            if v not in out[key]:
+                out[key].append(v)
+    return out
+
+
 def eta_model(n, theta, gamma_us_per_mb, beta_bytes_per_s):
     gamma_s_per_byte = gamma_us_per_mb * 1e-12
     return n * theta / max(n * theta - gamma_s_per_byte * theta * beta_bytes_per_s, 1.0)
@@ -369,11 +460,31 @@ def summary(d, meta_text, args, plots):
       "means a is faster; ratio intervals are approximate (relative CIs in quadrature).\n")
 
     # ---------------- headline
-    w("## Headline ratios\n")
-    w("| row | ours | stock | ours vs stock |")
-    w("|---|---|---|---|")
+    # ---------------- targets of issue 8
+    tv = target_values(d)
+    w("## Targets (issue 8)\n")
+    w("Met when the mean ratio is at or below the target; the note says when the approximate "
+      "95 % interval crosses the target (then one run does not decide it). Ratios of means, "
+      "measured in this run (ours and stock alternating launch by launch).\n")
+    w("| target | limit | measured (mean ± 95 %) | ratio of medians | status |")
+    w("|---|---|---|---|---|")
+    for key, desc, lim in TARGETS:
+        val, med = tv[key]
+        st, note = target_status(val, lim)
+        w("| %s | <= %s | %s | %s | **%s**%s |" % (desc, sig(lim), fr(val),
+                                                   sig(med) if med else "n/a", st,
+                                                   " (%s)" % note if note else ""))
+    w("")
 
-    def pair_row(label, sel_a, sel_b, cmp_note="T_ours(part) / T_stock(part)"):
+    w("## Headline ratios\n")
+    w("| row | ours | stock | ours vs stock | target (issue 8) |")
+    w("|---|---|---|---|---|")
+
+    def tcell(key, what):
+        return target_cell(tv[key][0], TARGET_LIMIT[key], what) if key else ""
+
+    def pair_row(label, sel_a, sel_b, cmp_note="T_ours(part) / T_stock(part)", target=None,
+                 target_what="ours vs stock"):
         vals = {}
         for lib in ("ours", "stock"):
             a = d.one(lib=lib, **sel_a(lib))
@@ -382,8 +493,9 @@ def summary(d, meta_text, args, plots):
         vs = frm(vals["ours"][0], vals["stock"][0])
         if vals["ours"][2] == "n/a" and vals["stock"][2] == "n/a":
             return vals
-        w("| %s | %s | %s | %s |" % (label, vals["ours"][2], vals["stock"][2],
-                                      (vs + " [%s]" % cmp_note) if vs != "n/a" else "n/a"))
+        w("| %s | %s | %s | %s | %s |" % (label, vals["ours"][2], vals["stock"][2],
+                                           (vs + " [%s]" % cmp_note) if vs != "n/a" else "n/a",
+                                           tcell(target, target_what)))
         return vals
 
     # small-message overhead
@@ -391,7 +503,8 @@ def summary(d, meta_text, args, plots):
         pair_row("small-message overhead, 1 thread x 1 partition, %s: T(part) / T(p2p-single)"
                  % human(b),
                  lambda lib: dict(config="pipe-1x1", variant="part", bytes=b),
-                 lambda lib: dict(config="pipe-1x1", variant="p2p-single", bytes=b))
+                 lambda lib: dict(config="pipe-1x1", variant="p2p-single", bytes=b),
+                 target="shm-1x1-8" if b == 8 else None, target_what="ours")
     # 4x32 with/without aggregation
     ag_cfg = "aggr-4x32"
     aggr_vals = sorted({r["aggr"] for r in d.get(config=ag_cfg, lib="ours", variant="part")
@@ -401,7 +514,8 @@ def summary(d, meta_text, args, plots):
         pair_row("4 threads x 32 partitions, %s, no aggregation: T(part) / T(p2p-single)"
                  % human(b),
                  lambda lib: dict(config="pipe-4x32", variant="part", bytes=b),
-                 lambda lib: dict(config="pipe-4x32", variant="p2p-single", bytes=b))
+                 lambda lib: dict(config="pipe-4x32", variant="p2p-single", bytes=b),
+                 target="shm-4x32-1k" if b == 1024 else None)
         for av in [a for a in aggr_vals if a != "0"]:
             a_ours = d.one(config=ag_cfg, lib="ours", aggr=av, bytes=b, variant="part")
             s_ours = (d.one(config=ag_cfg, lib="ours", aggr=av, bytes=b, variant="p2p-single")
@@ -412,7 +526,7 @@ def summary(d, meta_text, args, plots):
             wire = a_ours["wire_sent_per_iter"] if a_ours else "n/a"
             w("| 4 threads x 32 partitions, %s, aggregation %s B (%s wire msgs/iteration): "
               "T(part) / T(p2p-single) | %s | %s (stock has no aggregation CVAR) | "
-              "%s [T_ours(part, aggr) / T_stock(part)] |"
+              "%s [T_ours(part, aggr) / T_stock(part)] | |"
               % (human(b), av, wire, frm(a_ours, s_ours), frm(a_st, s_st), frm(a_ours, a_st)))
     # VCIs: ours with MPIR_CVAR_CH4_NUM_VCIS=4 and the thread hint (stock has one VCI)
     for b in (1024, 65536, 1 << 20):
@@ -425,7 +539,7 @@ def summary(d, meta_text, args, plots):
                         lambda lib: dict(config="vci4-4x32", variant="part", bytes=b),
                         lambda lib: dict(config="vci4-4x32", variant="p2p-single", bytes=b))
         w("| 4 threads x 32 partitions, %s: T_ours(part, 4 VCIs) / T_ours(part, 1 VCI) | %s | "
-          "n/a | |" % (human(b), frm(v4, v1)))
+          "n/a | | |" % (human(b), frm(v4, v1)))
     # early-bird
     for cfg in sorted({r["config"] for r in d.rows if r["pattern"] == "earlybird"}):
         gammas = sorted({r["gamma_us_per_MB"] for r in d.get(config=cfg)})
@@ -451,7 +565,7 @@ def summary(d, meta_text, args, plots):
                        gamma_us_per_MB=g)
             th = po or ps
             w("| early-bird, %d threads x %d, 4 MiB, gamma %g us/MB: T(p2p-single) / T(part) "
-              "vs model | %s | %s | %s [T_ours(part) / T_stock(part)] |"
+              "vs model | %s | %s | %s [T_ours(part) / T_stock(part)] | |"
               % (th["threads"], th["theta"], g, cell(cells["ours"]), cell(cells["stock"]),
                  frm(po, ps)))
     # overhead
@@ -474,6 +588,32 @@ def summary(d, meta_text, args, plots):
                                   bytes=r["bytes"]),
                  lambda lib: dict(pattern="halo", config=r["config"], variant="p2p-single",
                                   bytes=r["bytes"]))
+    # MPI_Parrived per call (pattern parrived): not arrived (false) and arrived (true)
+    for th in sorted({r["theta"] for r in d.get(pattern="parrived")}):
+        for res in ("false", "true"):
+            a = d.one(lib="ours", pattern="parrived", variant="parrived-" + res, theta=th)
+            s = d.one(lib="stock", pattern="parrived", variant="parrived-" + res, theta=th)
+            if not a and not s:
+                continue
+            w("| MPI_Parrived returning %s (%s), %d partition(s): ns per call | %s ns | %s ns | "
+              "%s [T_ours / T_stock] | %s |"
+              % (res, "not yet arrived" if res == "false" else "arrived", th, fns(a), fns(s),
+                 frm(a, s), tcell("parrived-false-%d" % th, "ours vs stock")
+                 if res == "false" and th in (1, 32) else ""))
+    # UCX over TCP (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self, both libraries)
+    tcp_targets = {("tcp-1x1", 8): "tcp-1x1-8", ("tcp-1x1", 4096): "tcp-1x1-4k",
+                   ("tcp-1x32", 4096): "tcp-1x32", ("tcp-4x32", 128 << 10): "tcp-4x32"}
+    for cfg in sorted({r["config"] for r in d.rows if r["config"].startswith("tcp-")},
+                      key=lambda c: (int(c.split("-")[1].split("x")[0]),
+                                     int(c.split("x")[1]))):
+        for b in sorted({r["bytes"] for r in d.get(config=cfg)}):
+            r0 = d.one(config=cfg, bytes=b)
+            pair_row("UCX over TCP, %d thread(s) x %d partition(s) of %s, no aggregation: "
+                     "T(part) / T(p2p-single)"
+                     % (r0["threads"], r0["theta"], human(r0["part_bytes"])),
+                     lambda lib: dict(config=cfg, variant="part", bytes=b),
+                     lambda lib: dict(config=cfg, variant="p2p-single", bytes=b),
+                     target=tcp_targets.get((cfg, b)))
     # calibration
     for b in (8, 4 << 20):
         a = d.one(config="pipe-1x1", variant="p2p-single", bytes=b, lib="ours")
@@ -482,7 +622,14 @@ def summary(d, meta_text, args, plots):
             continue
         w("| calibration: p2p-single 1x1 %s (same point-to-point path in both libraries; "
           "differences come from build options and noise) | %s us | %s us | %s (T_ours / "
-          "T_stock) |" % (human(b), ft(a), ft(s), frm(a, s)))
+          "T_stock) | |" % (human(b), ft(a), ft(s), frm(a, s)))
+    for cfg, b in (("tcp-1x1", 8), ("tcp-1x1", 4096)):
+        a = d.one(config=cfg, variant="p2p-single", bytes=b, lib="ours")
+        s = d.one(config=cfg, variant="p2p-single", bytes=b, lib="stock")
+        if not a and not s:
+            continue
+        w("| calibration: p2p-single 1x1 %s over UCX/TCP | %s us | %s us | %s (T_ours / "
+          "T_stock) | |" % (human(b), ft(a), ft(s), frm(a, s)))
     w("")
 
     # ---------------- detail tables
@@ -596,6 +743,66 @@ def summary(d, meta_text, args, plots):
                  r["raw_mean_us"], r["compute_mean_us"], fr(ratio(r, s)), r["wire_sent_per_iter"]))
         w("")
 
+    pa = d.get(pattern="parrived")
+    if pa:
+        w("## MPI_Parrived: time per call [ns]\n")
+        w("Rank 0 polls one partitioned receive, rank 1 sends. \"false\": K calls (rotating over "
+          "the partitions) while the sender has readied nothing (it waits for a message the "
+          "poller sends after these calls); \"true\": K calls after every partition was seen "
+          "arrived. One sample per iteration = batch time / K. \"flags true\" counts the timed "
+          "calls that returned true: it must be 0 for false and all calls for true (else the "
+          "run fails).\n")
+        w("| partitions | bytes | MPI_Parrived | lib | ns per call | median [ns] | flags true / "
+          "timed calls | attempts | CI target met |")
+        w("|---|---|---|---|---|---|---|---|---|")
+        for r in sorted(pa, key=lambda r: (r["theta"], r["bytes"], r["variant"],
+                                            r["lib"] != "ours")):
+            w("| %d | %s | %s | %s | %s | %s | %s / %s | %d | %s |"
+              % (r["nparts"], human(r["bytes"]), r["variant"].split("-")[1], r["lib"], fns(r),
+                 sig(r["median_us"] * 1e3), r.get("polls_true", "n/a"), r.get("polls", "n/a"),
+                 r["attempts"], "yes" if r["converged"] else "no"))
+            if r["lib"] == "stock":
+                o = d.one(lib="ours", pattern="parrived", variant=r["variant"],
+                          theta=r["theta"], bytes=r["bytes"])
+                w("| %d | %s | %s | ours / stock | %s | %s | | | |"
+                  % (r["nparts"], human(r["bytes"]), r["variant"].split("-")[1],
+                     fr(ratio(o, r)), sig(mratio(o, r)) if o else "n/a"))
+        bad = [r for r in pa if (r["variant"] == "parrived-false" and pint(r.get("polls_true")))
+               or (r["variant"] == "parrived-true"
+                   and pint(r.get("polls_true")) != pint(r.get("polls")))]
+        if bad:
+            w("\n**Flag check failed** in %d row(s): a false poll returned true or a true poll "
+              "returned false." % len(bad))
+        w("")
+
+    tcp = sorted({r["config"] for r in d.rows if r["config"].startswith("tcp-")})
+    if tcp:
+        w("## UCX over TCP (MPIR_CVAR_NOLOCAL=1, UCX_TLS=tcp,self, both libraries)\n")
+        w("MPIR_CVAR_NOLOCAL=1 makes MPICH send rank-to-rank traffic through the netmod (UCX) "
+          "instead of its shared memory; UCX_TLS=tcp,self keeps UCX off its own shared-memory "
+          "transports. No aggregation (ours: MPIR_CVAR_PART_AGGR_SIZE=0). run.sh starts these "
+          "launches with UCX_LOG_LEVEL=info and fails a launch whose UCX endpoints use anything "
+          "but tcp and self. Transports seen:\n")
+        ut = ucx_transports(meta_text)
+        for lib in libs:
+            seen = sorted({v for (l, c), vs in ut.items() if l == lib and c in tcp for v in vs})
+            w("- %s: %s" % (lib, "; ".join(seen) if seen else "(no record in meta.txt)"))
+        w("")
+        w("| config | partition | total | T(part) ours [us] | T(part) stock [us] | part ours / "
+          "stock | p2p-single ours / stock | T(part)/T(p2p-single) ours | stock |")
+        w("|---|---|---|---|---|---|---|---|---|")
+        for cfg in tcp:
+            for b in sorted({r["bytes"] for r in d.get(config=cfg)}):
+                po = d.one(config=cfg, bytes=b, lib="ours", variant="part")
+                ps = d.one(config=cfg, bytes=b, lib="stock", variant="part")
+                so = d.one(config=cfg, bytes=b, lib="ours", variant="p2p-single")
+                ss = d.one(config=cfg, bytes=b, lib="stock", variant="p2p-single")
+                r0 = po or ps
+                w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                  % (cfg, human(r0["part_bytes"]), human(b), ft(po), ft(ps), frm(po, ps),
+                     frm(so, ss), frm(po, so), frm(ps, ss)))
+        w("")
+
     nc = [r for r in d.rows if not r["converged"]]
     w("## Convergence and verification\n")
     w("- rows whose 95 %% CI half-width stayed above 5 %% of the mean after the retry cap: "
@@ -670,8 +877,9 @@ def main():
     # the headline table on stdout
     lines = text.splitlines()
     try:
-        i = lines.index("## Headline ratios")
-        j = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("## "))
+        i = lines.index("## Targets (issue 8)")
+        h = lines.index("## Headline ratios")
+        j = next(k for k in range(h + 1, len(lines)) if lines[k].startswith("## "))
         print("\n".join(lines[i:j]))
     except (ValueError, StopIteration):
         pass

@@ -15,7 +15,10 @@
 #            --no-stock     skip stock MPICH (run ours only)
 #            --no-install   never apt-get install anything (fail instead)
 # In a configuration, --ours-env=VAR=VALUE sets VAR for our library's runs only (the vci4-*
-# configurations run ours with MPIR_CVAR_CH4_NUM_VCIS=4; stock MPICH has one VCI).
+# configurations run ours with MPIR_CVAR_CH4_NUM_VCIS=4; stock MPICH has one VCI), and
+# --env=VAR=VALUE sets it for both libraries (the tcp-* configurations: MPIR_CVAR_NOLOCAL=1
+# UCX_TLS=tcp,self). With UCX_TLS given, the launch also gets UCX_LOG_LEVEL=info and fails
+# unless every UCX endpoint it reports uses only the transports listed in UCX_TLS.
 # Environment: PREFIX (default <repo>/_install), STOCK_MPICXX (mpicxx.mpich),
 #   STOCK_MPIEXEC (mpiexec.mpich), BENCH_OUT (default <repo>/_bench, or _bench/smoke),
 #   RUN_TIMEOUT (seconds per launch, default 300), INSTALL_WAIT (seconds to wait for an
@@ -47,7 +50,7 @@ while [ $# -gt 0 ]; do
         --stock) smoke_stock=1 ;;
         --no-stock) use_stock=0 ;;
         --no-install) may_install=0 ;;
-        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -107,7 +110,7 @@ wait_install
 
 # ---- build ------------------------------------------------------------------------------------
 CXXFLAGS="-O3 -std=c++17 -Wall -Wextra -ffp-contract=off -pthread"
-srcs="$here/partbench.cpp $here/variants.cpp $here/halo.cpp $here/common.cpp"
+srcs="$here/partbench.cpp $here/variants.cpp $here/halo.cpp $here/parrived.cpp $here/common.cpp"
 build() {       # build LABEL MPICXX LIBRARY-FILE   (skipped when nothing changed)
     local exe=$OUT/build/partbench-$1 stamp
     stamp=$(cat $srcs "$here/common.hpp" "$here/partbench.hpp" "$3" 2>/dev/null \
@@ -139,6 +142,10 @@ ldd "$OUT/build/partbench-ours" | grep -q "$PREFIX/lib/libmpi" \
     || say "WARNING: the ours binary does not resolve libmpi from $PREFIX/lib (see ldd)"
 
 # ---- configurations ---------------------------------------------------------------------------
+# UCX over TCP for both libraries: MPIR_CVAR_NOLOCAL=1 sends rank-to-rank traffic through the
+# netmod (UCX) instead of MPICH's shared memory, UCX_TLS=tcp,self keeps UCX off its own
+# shared-memory transports (sysv, posix, cma); ucx_check verifies the transports in the log
+tcp_env="--env=MPIR_CVAR_NOLOCAL=1 --env=UCX_TLS=tcp,self"
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -150,7 +157,9 @@ earlybird|--sizes|1M|--pattern earlybird --gamma 100
 earlybird-gauss|--sizes|1M|--pattern earlybird --gamma 0 --compute-us 300 --noise-model gaussian --noise 20
 overhead|--sizes|64K|--pattern overhead --noise 4
 halo|--grids|16|--pattern halo --theta 2
-vci-4x8|--sizes|64K|--pattern pipelined --threads 4 --theta 8 --variants part --thread-hint --ours-env=MPIR_CVAR_CH4_NUM_VCIS=4"
+vci-4x8|--sizes|64K|--pattern pipelined --threads 4 --theta 8 --variants part --thread-hint --ours-env=MPIR_CVAR_CH4_NUM_VCIS=4
+parrived|--theta|1,4|--pattern parrived --sizes 64
+tcp-1x1|--sizes|8|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env"
     xfail="corrupt-pipe|--sizes|64K|--pattern pipelined --variants part,p2p-single --corrupt
 corrupt-halo|--grids|16|--pattern halo --variants part --theta 2 --corrupt"
     common="--smoke"
@@ -170,7 +179,11 @@ overhead-1ms-uniform|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --n
 overhead-1ms-gauss|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --noise-model gaussian --noise 1,4
 overhead-100ms-single|--sizes|$big_sizes|--pattern overhead --compute-us 100000 --noise-model single --noise 1,4 --iters 20 --attempts 3
 halo|--grids|32,64,128|--pattern halo
-halo-4x4|--grids|32,64,128|--pattern halo --theta 4"
+halo-4x4|--grids|32,64,128|--pattern halo --theta 4
+parrived|--theta|1,32|--pattern parrived --sizes 4K
+tcp-1x1|--sizes|8,64,512,4K,64K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
+tcp-1x32|--sizes|4K,128K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
+tcp-4x32|--sizes|1K,128K,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env"
     xfail=""
     common="--full"
 else
@@ -182,7 +195,11 @@ earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000
 overhead-1ms-single|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4
 overhead-1ms-uniform|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model uniform --noise 4
 overhead-1ms-gauss|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model gaussian --noise 4
-halo|--grids|32,64|--pattern halo"
+halo|--grids|32,64|--pattern halo
+parrived|--theta|1,32|--pattern parrived --sizes 4K
+tcp-1x1|--sizes|8,4K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
+tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
+tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env"
     xfail=""
     common=""
 fi
@@ -214,22 +231,70 @@ launch() {      # launch LIB NAME ROUND TAG OPTIONS...   -> exit status of the r
     log=$OUT/logs/run-$name-$tag-$lib-r$round.log
     rm -f "$OUT/partial.csv"
     # --ours-env=VAR=VALUE: an environment variable for our library only (e.g. VCIs: stock
-    # MPICH is built with one VCI and aborts when asked for more)
+    # MPICH is built with one VCI and aborts when asked for more); --env=VAR=VALUE: for both
+    # (UCX_TLS=...: UCX also logs its endpoints' transports, checked by ucx_check)
     local genv="" a args=""
+    ucx_tls=""
     for a in "$@"; do
         case $a in
             --ours-env=*) a=${a#--ours-env=}
                           [ "$lib" = ours ] && genv="$genv -genv ${a%%=*} ${a#*=}" ;;
+            --env=*) a=${a#--env=}
+                     genv="$genv -genv ${a%%=*} ${a#*=}"
+                     [ "${a%%=*}" = UCX_TLS ] && ucx_tls=${a#*=} ;;
             *) args="$args $a" ;;
         esac
     done
+    [ -n "$ucx_tls" ] && genv="$genv -genv UCX_LOG_LEVEL info"
     # shellcheck disable=SC2086
     timeout -k 10 "$RUN_TIMEOUT" "$mpiexec" $genv -n 2 "$exe" --lib "$lib" --config "$name" \
         --round "$round" --csv "$OUT/partial.csv" --meta "$OUT/meta.txt" \
         --timeout $((RUN_TIMEOUT - 15)) $common $args < /dev/null > "$log" 2>&1
     local rc=$?
     grep -E '^  (ours|stock)' "$log" | sed 's/^  /      /' | cut -c1-200
-    return $rc
+    # MPICH 4.0.2's ch4:ucx MPI_Finalize can hang over TCP (both libraries); partbench then
+    # exits after --finalize-grace with the run's status (every result already written)
+    # (the process manager may then report an error: the run's own status, printed by rank 0
+    # before MPI_Finalize, is what counts)
+    if grep -q 'NOTE: MPI_Finalize has not returned' "$log"; then
+        finalize_hangs=$((finalize_hangs + 1))
+        finalize_list="$finalize_list $lib:$name:$tag"
+        local st
+        st=$(sed -n 's/^partbench: every result written; run status \([0-9]*\)$/\1/p' "$log" | tail -1)
+        say "    note: MPI_Finalize hung (ch4:ucx finalize race) and was cut short after the results were written (exit $rc, run status ${st:-unknown})"
+        [ -n "$st" ] && rc=$st
+    fi
+    return "$rc"
+}
+ucx_check() {   # ucx_check LOG TLS-LIST: every UCX endpoint in LOG uses only transports of
+                # TLS-LIST (e.g. tcp,self; names, not aliases such as sm), and one endpoint
+                # (the peer's) uses a non-self one; and MPICH must see the other rank as remote
+                # (MPI_COMM_TYPE_SHARED of size 1, as MPIR_CVAR_NOLOCAL=1 makes it), else it
+                # would send through its own shared memory, not UCX; prints what it saw and
+                # appends it to meta.txt
+    local eps tls t bad="" peer=""
+    if ! grep -q 'ranks in MPI_COMM_TYPE_SHARED: 1 of 2' "$1"; then
+        say "    UCX check FAILED: MPICH sees both ranks as local ($(grep -o 'ranks in MPI_COMM_TYPE_SHARED: [0-9]* of 2' "$1")), so its shared memory, not UCX, carries the data (MPIR_CVAR_NOLOCAL=1 missing?)"
+        return 1
+    fi
+    eps=$(grep -oE 'ep_cfg\[[0-9]+\]: .*' "$1" | sort -u)
+    if [ -z "$eps" ]; then
+        say "    UCX check FAILED: no 'ep_cfg' lines in $1 (UCX_LOG_LEVEL=info): did UCX run?"
+        return 1
+    fi
+    tls=$(printf '%s\n' "$eps" | grep -oE '[A-Za-z0-9_]+/[A-Za-z0-9_.:-]+' | sort -u | tr '\n' ' ')
+    for t in $tls; do
+        case ",$2," in *",${t%%/*},"*) ;; *) bad="$bad $t" ;; esac
+        [ "${t%%/*}" != self ] && peer="$peer $t"
+    done
+    echo "ucx_transports (UCX_LOG_LEVEL=info, UCX_TLS=$2): $tls-> $([ -z "$bad" ] && [ -n "$peer" ] && echo ok || echo FAILED)" >> "$OUT/meta.txt"
+    if [ -n "$bad" ] || [ -z "$peer" ]; then
+        say "    UCX check FAILED: endpoints use${bad:- no peer transport}, not only $2"
+        printf '%s\n' "$eps" | sed 's/^/      /'
+        return 1
+    fi
+    say "    UCX endpoints use only $2 (seen: $tls)"
+    return 0
 }
 keep_rows() {   # append the launch's rows to results.csv
     [ -s "$OUT/partial.csv" ] || return 0
@@ -242,6 +307,8 @@ keep_rows() {   # append the launch's rows to results.csv
 }
 
 k=0
+finalize_hangs=0
+finalize_list=""
 fails=0
 passed=0
 failed_list=""
@@ -269,6 +336,9 @@ for round in $(seq 1 "$rounds"); do
                     # shellcheck disable=SC2086
                     launch "$lib" "$name" "$round" "$value" $opts $splitopt "$value"
                     rc=$?
+                fi
+                if [ $rc -eq 0 ] && [ -n "$ucx_tls" ]; then
+                    ucx_check "$log" "$ucx_tls" || rc=4
                 fi
                 if [ $rc -eq 0 ] || [ $rc -eq 2 ]; then keep_rows; fi
                 if [ $rc -eq 0 ]; then
@@ -310,6 +380,7 @@ EOF
 elapsed=$(( $(date +%s) - t_start ))
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/run-info.txt"
 echo "elapsed: ${elapsed} s (build included)" >> "$OUT/run-info.txt"
+[ $finalize_hangs -gt 0 ] && echo "MPI_Finalize hangs cut short after the measurements (ch4:ucx finalize race):$finalize_list" >> "$OUT/run-info.txt"
 say "runs done after ${elapsed}s: $passed passed, $fails failed${failed_list:+ (}${failed_list# }${failed_list:+)}"
 
 if [ "$mode" != smoke ] && [ -s "$OUT/results.csv" ]; then
