@@ -1,0 +1,429 @@
+/*
+ * part_race_free_rts.c: MPI_Request_free of a partitioned receive racing the sender's
+ * announcement (2 processes, MPI_THREAD_MULTIPLE; the test fails if that level is not
+ * provided; review finding C4).
+ *
+ * C4: the old engine matched an arriving RTS to a posted receive, dropped its lock and only
+ * then tested whether the request had been freed. A free in between let the match write
+ * through the freed request, took a permanent tag id that was never returned (so later
+ * operations drifted onto the CTS path for good) and answered the sender with an OK plan
+ * for a dead operation.
+ *
+ * -rounds rounds, each with its own tag (so every announcement has exactly one receive to
+ * meet, whatever the order). The processes meet at the start of each round; then
+ * - rank 0, after a random spin of a few microseconds, calls MPI_Psend_init (never started)
+ *   and frees the request a few rounds later (every fifth one at once);
+ * - rank 1, after a random spin, calls MPI_Precv_init and, after another random spin
+ *   (none in a third of the rounds), MPI_Request_free;
+ * - on both processes a progress thread loops on MPI_Iprobe (idle communicator) for the
+ *   whole run, so that the announcement (and, on rank 0, the answer) is handled by that
+ *   thread before, during or after the main thread's MPI_Precv_init/MPI_Request_free.
+ * Geometries vary per round (1 to 16 partitions on each side, same total size).
+ * What it asserts:
+ * - every call returns MPI_SUCCESS; no crash;
+ * - after the loop, a barrier and a settle loop (progress until the values are reached,
+ *   at most 20 s), part_ops_live and part_tag_ids_in_use are back to their values at the
+ *   start on both processes (missing pvars are failures): every freed operation went away
+ *   and gave its tag block back;
+ * - then one normal pair on a fresh tag (8 send, 4 receive partitions) runs -iter
+ *   iterations with every received int checked; on rank 1 its receive takes a permanent
+ *   tag block (part_cts_path_ops does not grow) unless MPIR_CVAR_PART_TAG_IDS is 0 (read
+ *   with MPI_T; then it grows by 1): with env=MPIR_CVAR_PART_TAG_IDS=1 a single leaked
+ *   permanent block fails this;
+ * - after freeing that pair, a barrier and a settle loop, both pvars are again back to
+ *   their starting values;
+ * - no hang: if a process does not move on for 60 s, a watchdog thread reports where its
+ *   main thread stopped and calls MPI_Abort.
+ *
+ * Arguments: -rounds=N -iter=N (iterations of the final pair) -spin=N (max microseconds of
+ *            the random spins; 0: none) -lag=N (rounds before rank 0 frees a send)
+ */
+
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "mpitest.h"
+#include "mpithreadtest.h"
+
+#define DEADLINE 60.0
+#define MAXLAG 64
+#define TOTAL 240               /* ints per freed operation: divisible by 1..6, 8, 10, 12, 15, 16 */
+#define FTOTAL 960              /* ints of the final pair */
+#define TAG0 1000
+
+static int rank, errs = 0;
+static MPI_Comm comm, pcomm, ctl;
+
+/* ---- watchdog ---------------------------------------------------------------------------- */
+
+static int wd_step, wd_quit, wd_round;
+static const char *wd_what = "init";
+
+static void wd_mark(int round, const char *what)
+{
+    __atomic_store_n(&wd_round, round, __ATOMIC_RELAXED);
+    __atomic_store_n(&wd_what, what, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&wd_step, 1, __ATOMIC_RELEASE);
+}
+
+static MTEST_THREAD_RETURN_TYPE watchdog(void *arg)
+{
+    int last = __atomic_load_n(&wd_step, __ATOMIC_ACQUIRE);
+    double t0 = MPI_Wtime();
+    while (!__atomic_load_n(&wd_quit, __ATOMIC_ACQUIRE)) {
+        usleep(100000);
+        int s = __atomic_load_n(&wd_step, __ATOMIC_ACQUIRE);
+        if (s != last) {
+            last = s;
+            t0 = MPI_Wtime();
+        } else if (MPI_Wtime() - t0 > DEADLINE) {
+            fprintf(stderr, "rank %d: no progress for %.0f s: round %d, %s\n", rank, DEADLINE,
+                    __atomic_load_n(&wd_round, __ATOMIC_RELAXED),
+                    __atomic_load_n(&wd_what, __ATOMIC_RELAXED));
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    return (MTEST_THREAD_RETURN_TYPE) NULL;
+}
+
+/* ---- progress thread ---------------------------------------------------------------------- */
+
+static int prog_quit, prog_errs;
+static long prog_polls;
+
+static MTEST_THREAD_RETURN_TYPE progress_thread(void *arg)
+{
+    long n = 0;
+    while (!__atomic_load_n(&prog_quit, __ATOMIC_ACQUIRE)) {
+        int flag = 0, err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, pcomm, &flag,
+                                       MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS || flag) {
+            fprintf(stderr, "rank %d: progress thread: MPI_Iprobe returned %d, flag %d\n",
+                    rank, err, flag);
+            prog_errs++;
+            break;
+        }
+        n++;
+    }
+    prog_polls = n;
+    return (MTEST_THREAD_RETURN_TYPE) NULL;
+}
+
+/* ---- MPI_T (main thread only) ------------------------------------------------------------- */
+
+static MPI_T_pvar_session pv_session = MPI_T_PVAR_SESSION_NULL;
+
+/* The value of the pvar `name` (MPI_UNSIGNED_LONG_LONG, no object binding). A missing pvar,
+ * or one of another type, is a test failure (counted in errs). */
+static unsigned long long pv_read(const char *name)
+{
+    int idx = -1, cont = 1, cnt, err, n = 0;
+    unsigned long long v = 0;
+    MPI_T_pvar_handle h;
+
+    MPI_T_pvar_get_num(&n);
+    for (int i = 0; i < n && idx < 0; i++) {
+        char nm[256], desc[2048];
+        int nl = sizeof(nm), dl = sizeof(desc), verb, cls, bind, ro, at;
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        if (MPI_T_pvar_get_info(i, nm, &nl, &verb, &cls, &dt, &et, desc, &dl, &bind, &ro,
+                                &cont, &at) != MPI_SUCCESS || strcmp(nm, name) != 0)
+            continue;
+        idx = i;
+        if (dt != MPI_UNSIGNED_LONG_LONG || bind != MPI_T_BIND_NO_OBJECT) {
+            fprintf(stderr, "rank %d: pvar %s: not MPI_UNSIGNED_LONG_LONG without binding\n",
+                    rank, name);
+            errs++;
+            return 0;
+        }
+    }
+    if (idx < 0) {
+        fprintf(stderr, "rank %d: pvar %s missing\n", rank, name);
+        errs++;
+        return 0;
+    }
+    if (pv_session == MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_create(&pv_session);
+    err = MPI_T_pvar_handle_alloc(pv_session, idx, NULL, &h, &cnt);
+    if (err == MPI_SUCCESS) {
+        if (!cont)
+            MPI_T_pvar_start(pv_session, h);
+        err = MPI_T_pvar_read(pv_session, h, &v);
+        MPI_T_pvar_handle_free(pv_session, &h);
+    }
+    if (err != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: pvar %s: read failed (err %d)\n", rank, name, err);
+        errs++;
+    }
+    return v;
+}
+
+/* Read the pvar until it equals want, making progress meanwhile (operations kept for a
+ * peer's message go away when it arrives); gives up after secs seconds. */
+static unsigned long long pv_settle(const char *name, unsigned long long want, double secs)
+{
+    double t0 = MPI_Wtime();
+    unsigned long long v = pv_read(name);
+    while (v != want && MPI_Wtime() - t0 < secs) {
+        int flag;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        v = pv_read(name);
+    }
+    return v;
+}
+
+static void settle_check(const char *when, unsigned long long live0, unsigned long long ids0)
+{
+    unsigned long long live, ids;
+    MPI_Barrier(MPI_COMM_WORLD);
+    live = pv_settle("part_ops_live", live0, 20.0);
+    ids = pv_settle("part_tag_ids_in_use", ids0, 20.0);
+    if (live != live0) {
+        fprintf(stderr, "rank %d: %s: part_ops_live is %llu, %llu at the start\n", rank, when,
+                live, live0);
+        errs++;
+    }
+    if (ids != ids0) {
+        fprintf(stderr, "rank %d: %s: part_tag_ids_in_use is %llu, %llu at the start\n", rank,
+                when, ids, ids0);
+        errs++;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static int read_int_cvar(const char *name, int *value)
+{
+    int idx, count, err;
+    MPI_T_cvar_handle h;
+
+    err = MPI_T_cvar_get_index(name, &idx);
+    if (err != MPI_SUCCESS)
+        return err;
+    err = MPI_T_cvar_handle_alloc(idx, NULL, &h, &count);
+    if (err != MPI_SUCCESS)
+        return err;
+    err = MPI_T_cvar_read(h, value);
+    MPI_T_cvar_handle_free(&h);
+    return err;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static unsigned int rnd(unsigned int *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+static void spin_us(double us)
+{
+    double t0 = MPI_Wtime();
+    while ((MPI_Wtime() - t0) * 1e6 < us);
+}
+
+static void check(int err, int round, const char *what)
+{
+    if (err != MPI_SUCCESS) {
+        char s[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(err, s, &len);
+        fprintf(stderr, "rank %d: round %d: %s returned %s\n", rank, round, what, s);
+        errs++;
+    }
+}
+
+/* barrier between ranks 0 and 1 only */
+static void pair_sync(void)
+{
+    int a = 0, b;
+    MPI_Sendrecv(&a, 1, MPI_INT, 1 - rank, 999, &b, 1, MPI_INT, 1 - rank, 999, ctl,
+                 MPI_STATUS_IGNORE);
+}
+
+static int val(int iter, int i)
+{
+    return 1 + iter * 100003 + i * 7;
+}
+
+/* ---- the final pair ------------------------------------------------------------------------ */
+
+static void final_pair(int tag, int iters)
+{
+    int *buf = malloc(FTOTAL * sizeof(int));
+    MPI_Request req;
+
+    if (rank == 0)
+        check(MPI_Psend_init(buf, 8, FTOTAL / 8, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req),
+              -1, "MPI_Psend_init(final)");
+    else
+        check(MPI_Precv_init(buf, 4, FTOTAL / 4, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req),
+              -1, "MPI_Precv_init(final)");
+    for (int it = 0; it < iters; it++) {
+        MPI_Status st;
+        int n = -1;
+        wd_mark(it, "final pair");
+        if (rank == 0) {
+            for (int i = 0; i < FTOTAL; i++)
+                buf[i] = val(it, i);
+            check(MPI_Start(&req), it, "MPI_Start(final send)");
+            check(MPI_Pready_range(0, 7, req), it, "MPI_Pready_range(final send)");
+            check(MPI_Wait(&req, MPI_STATUS_IGNORE), it, "MPI_Wait(final send)");
+        } else {
+            for (int i = 0; i < FTOTAL; i++)
+                buf[i] = -1;
+            check(MPI_Start(&req), it, "MPI_Start(final receive)");
+            check(MPI_Wait(&req, &st), it, "MPI_Wait(final receive)");
+            MPI_Get_count(&st, MPI_INT, &n);
+            if (n != FTOTAL) {
+                fprintf(stderr, "final pair iteration %d: status count %d, expected %d\n", it,
+                        n, FTOTAL);
+                errs++;
+            }
+            for (int i = 0; i < FTOTAL; i++)
+                if (buf[i] != val(it, i)) {
+                    fprintf(stderr, "final pair iteration %d: buf[%d] = %d, expected %d\n", it,
+                            i, buf[i], val(it, i));
+                    errs++;
+                    break;
+                }
+        }
+    }
+    check(MPI_Request_free(&req), -1, "MPI_Request_free(final)");
+    free(buf);
+}
+
+int main(int argc, char *argv[])
+{
+    static const int parts[10] = { 1, 2, 3, 4, 5, 6, 8, 10, 12, 16 };
+    int size, provided, rounds, iters, maxspin, lag, tag_ids = -1;
+    unsigned long long live0, ids0, cts0, cts1;
+    MPI_Request sreq[MAXLAG + 1];
+    int fbuf[TOTAL];
+    unsigned int seed;
+
+    MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (provided < MPI_THREAD_MULTIPLE) {
+        fprintf(stderr, "MPI_THREAD_MULTIPLE is not provided (got %d)\n", provided);
+        MTest_Finalize(1);
+        return MTestReturnValue(1);
+    }
+    if (size != 2) {
+        fprintf(stderr, "This test requires exactly two processes\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MTestArgList *head = MTestArgListCreate(argc, argv);
+    rounds = MTestArgListGetInt_with_default(head, "rounds", 20000);
+    iters = MTestArgListGetInt_with_default(head, "iter", 10);
+    maxspin = MTestArgListGetInt_with_default(head, "spin", 20);
+    lag = MTestArgListGetInt_with_default(head, "lag", 4);
+    MTestArgListDestroy(head);
+    if (lag < 0 || lag > MAXLAG || rounds < 0 || rounds > 30000) {
+        fprintf(stderr, "invalid arguments (0 <= lag <= %d, rounds <= 30000)\n", MAXLAG);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided);
+    if (read_int_cvar("MPIR_CVAR_PART_TAG_IDS", &tag_ids) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: cannot read MPIR_CVAR_PART_TAG_IDS with MPI_T\n", rank);
+        errs++;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &pcomm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    live0 = pv_read("part_ops_live");
+    ids0 = pv_read("part_tag_ids_in_use");
+    seed = 2463534242u ^ (unsigned int) (rank * 104729 + 17);
+    for (int i = 0; i < TOTAL; i++)
+        fbuf[i] = i;
+
+    MTest_Start_thread(watchdog, NULL);
+    MTest_Start_thread(progress_thread, NULL);
+
+    for (int r = 0; r < rounds; r++) {
+        int sp = parts[r % 10], rp = parts[(r / 10 + r * 3) % 10], tag = TAG0 + r;
+        wd_mark(r, "pair sync");
+        pair_sync();
+        if (rank == 0) {
+            if (maxspin > 0)
+                spin_us(rnd(&seed) % (unsigned int) maxspin);
+            wd_mark(r, "MPI_Psend_init");
+            check(MPI_Psend_init(fbuf, sp, TOTAL / sp, MPI_INT, 1, tag, comm, MPI_INFO_NULL,
+                                 &sreq[r % (MAXLAG + 1)]), r, "MPI_Psend_init");
+            if (r % 5 == 0) {
+                wd_mark(r, "MPI_Request_free(send, at once)");
+                check(MPI_Request_free(&sreq[r % (MAXLAG + 1)]), r, "MPI_Request_free(send)");
+            }
+            if (r >= lag && (r - lag) % 5 != 0) {
+                wd_mark(r, "MPI_Request_free(send, later)");
+                check(MPI_Request_free(&sreq[(r - lag) % (MAXLAG + 1)]), r - lag,
+                      "MPI_Request_free(send)");
+            }
+        } else {
+            MPI_Request req;
+            int rbuf[TOTAL];
+            if (maxspin > 0)
+                spin_us(rnd(&seed) % (unsigned int) maxspin);
+            wd_mark(r, "MPI_Precv_init");
+            check(MPI_Precv_init(rbuf, rp, TOTAL / rp, MPI_INT, 0, tag, comm, MPI_INFO_NULL,
+                                 &req), r, "MPI_Precv_init");
+            if (maxspin > 0 && r % 3 != 0)
+                spin_us(rnd(&seed) % (unsigned int) maxspin);
+            wd_mark(r, "MPI_Request_free(receive)");
+            check(MPI_Request_free(&req), r, "MPI_Request_free(receive)");
+            if (req != MPI_REQUEST_NULL) {
+                fprintf(stderr, "round %d: MPI_Request_free left the handle set\n", r);
+                errs++;
+            }
+        }
+    }
+    if (rank == 0)
+        for (int r = rounds - lag > 0 ? rounds - lag : 0; r < rounds; r++)
+            if (r % 5 != 0)
+                check(MPI_Request_free(&sreq[r % (MAXLAG + 1)]), r, "MPI_Request_free(send)");
+
+    wd_mark(rounds, "settle after the loop");
+    settle_check("after the loop", live0, ids0);
+
+    /* a normal pair on a fresh tag; its receive must get a permanent tag block again */
+    cts0 = pv_read("part_cts_path_ops");
+    final_pair(TAG0 + rounds, iters);
+    cts1 = pv_read("part_cts_path_ops");
+    if (rank == 1 && tag_ids >= 0 && cts1 - cts0 != (tag_ids == 0 ? 1 : 0)) {
+        fprintf(stderr, "rank 1: part_cts_path_ops grew by %lld for the final receive, "
+                "expected %d (MPIR_CVAR_PART_TAG_IDS = %d): a permanent tag block leaked?\n",
+                (long long) (cts1 - cts0), tag_ids == 0 ? 1 : 0, tag_ids);
+        errs++;
+    }
+
+    wd_mark(rounds, "settle at the end");
+    settle_check("at the end", live0, ids0);
+
+    __atomic_store_n(&prog_quit, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&wd_quit, 1, __ATOMIC_RELEASE);
+    errs += MTest_Join_threads();
+    errs += prog_errs;
+    if (prog_polls == 0) {
+        fprintf(stderr, "rank %d: the progress thread never polled\n", rank);
+        errs++;
+    }
+
+    MPI_Comm_free(&ctl);
+    MPI_Comm_free(&pcomm);
+    MPI_Comm_free(&comm);
+    if (pv_session != MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_free(&pv_session);
+    MPI_T_finalize();
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
