@@ -48,6 +48,7 @@
 #include <unistd.h>
 #include "mpitest.h"
 #include "mpithreadtest.h"
+#include "part_barrier.h"
 
 #define DEADLINE 60.0
 #define NUM_READY 4
@@ -308,7 +309,7 @@ static MTEST_THREAD_RETURN_TYPE worker(void *arg)
     int tid = *(int *) arg;
     while (1) {
         set_state(tid, "at the start barrier");
-        MTest_thread_barrier(NUM_WORKERS + 1);
+        part_thread_barrier(NUM_WORKERS + 1);
         if (quit)
             break;
         if (tid == 0)
@@ -316,7 +317,7 @@ static MTEST_THREAD_RETURN_TYPE worker(void *arg)
         else
             ready_thread_work(tid);
         set_state(tid, "at the end barrier");
-        MTest_thread_barrier(NUM_WORKERS + 1);
+        part_thread_barrier(NUM_WORKERS + 1);
     }
     set_state(tid, "exited");
     return (MTEST_THREAD_RETURN_TYPE) NULL;
@@ -326,7 +327,6 @@ static void sender(int rounds, int iters)
 {
     char s[MPI_MAX_ERROR_STRING];
 
-    MTest_thread_barrier_init();
     for (int t = 0; t < NUM_WORKERS; t++) {
         tids[t] = t;
         errs += MTest_Start_thread(worker, &tids[t]);
@@ -358,8 +358,8 @@ static void sender(int rounds, int iters)
                 errs++;
             }
             wd_mark(r, k, "waiting for the threads");
-            MTest_thread_barrier(NUM_WORKERS + 1);      /* go */
-            MTest_thread_barrier(NUM_WORKERS + 1);      /* done */
+            part_thread_barrier(NUM_WORKERS + 1);      /* go */
+            part_thread_barrier(NUM_WORKERS + 1);      /* done */
             if (cur_mode == 1) {
                 wd_mark(r, k, "MPI_Wait on the partitioned send");
                 err = MPI_Wait(&preq, MPI_STATUS_IGNORE);
@@ -379,7 +379,7 @@ static void sender(int rounds, int iters)
         }
     }
     quit = 1;
-    MTest_thread_barrier(NUM_WORKERS + 1);
+    part_thread_barrier(NUM_WORKERS + 1);
     for (int t = 0; t < NUM_WORKERS; t++)
         errs += thread_errs[t];
 }
@@ -516,7 +516,6 @@ int main(int argc, char *argv[])
     __atomic_store_n(&wd_quit, 1, __ATOMIC_RELEASE);
     errs += MTest_Join_threads();
     if (rank == 0) {
-        MTest_thread_barrier_free();
         free(sbuf);
     }
 

@@ -26,6 +26,7 @@
 #include <string.h>
 #include "mpitest.h"
 #include "mpithreadtest.h"
+#include "part_barrier.h"
 
 #define NUM_THREADS 4
 
@@ -121,7 +122,7 @@ static MTEST_THREAD_RETURN_TYPE worker(void *arg)
 {
     int tid = *(int *) arg;
     while (1) {
-        MTest_thread_barrier(NUM_THREADS + 1);  /* the request is started */
+        part_thread_barrier(NUM_THREADS + 1);  /* the request is started */
         if (quit)
             break;
         if (rank == 0) {
@@ -142,7 +143,7 @@ static MTEST_THREAD_RETURN_TYPE worker(void *arg)
         } else {
             receiver_poll(tid);
         }
-        MTest_thread_barrier(NUM_THREADS + 1);  /* this iteration's work is done */
+        part_thread_barrier(NUM_THREADS + 1);  /* this iteration's work is done */
     }
     return (MTEST_THREAD_RETURN_TYPE) NULL;
 }
@@ -183,7 +184,6 @@ int main(int argc, char *argv[])
         MPI_Precv_init(buf, rpart, count / rpart, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_INFO_NULL,
                        &req);
 
-    MTest_thread_barrier_init();
     for (int t = 0; t < NUM_THREADS; t++) {
         tids[t] = t;
         errs += MTest_Start_thread(worker, &tids[t]);
@@ -192,8 +192,8 @@ int main(int argc, char *argv[])
         memset(buf, 0, count * sizeof(int));
         cur_iter = it;
         MPI_Start(&req);
-        MTest_thread_barrier(NUM_THREADS + 1);  /* go */
-        MTest_thread_barrier(NUM_THREADS + 1);  /* done */
+        part_thread_barrier(NUM_THREADS + 1);  /* go */
+        part_thread_barrier(NUM_THREADS + 1);  /* done */
         if (rank == 0) {
             MPI_Wait(&req, MPI_STATUS_IGNORE);
         } else {
@@ -207,9 +207,8 @@ int main(int argc, char *argv[])
         }
     }
     quit = 1;
-    MTest_thread_barrier(NUM_THREADS + 1);
+    part_thread_barrier(NUM_THREADS + 1);
     errs += MTest_Join_threads();
-    MTest_thread_barrier_free();
     MPI_Request_free(&req);
 
     for (int t = 0; t < NUM_THREADS; t++)
