@@ -14,7 +14,7 @@ static MPI_T_pvar_session pv_session = MPI_T_PVAR_SESSION_NULL;
 
 /* The value of the pvar `name` (MPI_UNSIGNED_LONG_LONG, no object binding). A missing pvar,
  * or one of another type, is a test failure (counted in errs), reported once. */
-static unsigned long long pv_read(const char *name)
+static inline unsigned long long pv_read(const char *name)
 {
     static struct {
         const char *name;
@@ -80,7 +80,7 @@ static unsigned long long pv_read(const char *name)
 
 /* Read the pvar until it equals want, making progress meanwhile (operations kept for a
  * peer's message go away when it arrives); gives up after secs seconds. Returns the value. */
-static unsigned long long pv_settle(const char *name, unsigned long long want, double secs)
+static inline unsigned long long pv_settle(const char *name, unsigned long long want, double secs)
 {
     double t0 = MPI_Wtime();
     unsigned long long v = pv_read(name);

@@ -125,52 +125,7 @@ static MTEST_THREAD_RETURN_TYPE progress_thread(void *arg)
 
 /* ---- MPI_T ------------------------------------------------------------------------------- */
 
-/* The value of the pvar `name` (MPI_UNSIGNED_LONG_LONG, no object binding). A missing pvar,
- * or one of another type, is a test failure (counted in errs). Main thread only. */
-static unsigned long long pv_read(const char *name)
-{
-    static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
-    int idx = -1, cont = 1, cnt, err, n = 0;
-    unsigned long long v = 0;
-    MPI_T_pvar_handle h;
-
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n && idx < 0; i++) {
-        char nm[256], desc[2048];
-        int nl = sizeof(nm), dl = sizeof(desc), verb, cls, bind, ro, at;
-        MPI_Datatype dt;
-        MPI_T_enum et;
-        if (MPI_T_pvar_get_info(i, nm, &nl, &verb, &cls, &dt, &et, desc, &dl, &bind, &ro,
-                                &cont, &at) != MPI_SUCCESS || strcmp(nm, name) != 0)
-            continue;
-        idx = i;
-        if (dt != MPI_UNSIGNED_LONG_LONG || bind != MPI_T_BIND_NO_OBJECT) {
-            fprintf(stderr, "rank %d: pvar %s: not MPI_UNSIGNED_LONG_LONG without binding\n",
-                    rank, name);
-            errs++;
-            return 0;
-        }
-    }
-    if (idx < 0) {
-        fprintf(stderr, "rank %d: pvar %s missing\n", rank, name);
-        errs++;
-        return 0;
-    }
-    if (session == MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_create(&session);
-    err = MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &cnt);
-    if (err == MPI_SUCCESS) {
-        if (!cont)
-            MPI_T_pvar_start(session, h);
-        err = MPI_T_pvar_read(session, h, &v);
-        MPI_T_pvar_handle_free(session, &h);
-    }
-    if (err != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: pvar %s: read failed (err %d)\n", rank, name, err);
-        errs++;
-    }
-    return v;
-}
+#include "../../part/part_pvar.h"
 
 /* ---- the operations ---------------------------------------------------------------------- */
 

@@ -114,67 +114,7 @@ static MTEST_THREAD_RETURN_TYPE progress_thread(void *arg)
 
 /* ---- MPI_T (main thread only) ------------------------------------------------------------- */
 
-static MPI_T_pvar_session pv_session = MPI_T_PVAR_SESSION_NULL;
-
-/* The value of the pvar `name` (MPI_UNSIGNED_LONG_LONG, no object binding). A missing pvar,
- * or one of another type, is a test failure (counted in errs). */
-static unsigned long long pv_read(const char *name)
-{
-    int idx = -1, cont = 1, cnt, err, n = 0;
-    unsigned long long v = 0;
-    MPI_T_pvar_handle h;
-
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n && idx < 0; i++) {
-        char nm[256], desc[2048];
-        int nl = sizeof(nm), dl = sizeof(desc), verb, cls, bind, ro, at;
-        MPI_Datatype dt;
-        MPI_T_enum et;
-        if (MPI_T_pvar_get_info(i, nm, &nl, &verb, &cls, &dt, &et, desc, &dl, &bind, &ro,
-                                &cont, &at) != MPI_SUCCESS || strcmp(nm, name) != 0)
-            continue;
-        idx = i;
-        if (dt != MPI_UNSIGNED_LONG_LONG || bind != MPI_T_BIND_NO_OBJECT) {
-            fprintf(stderr, "rank %d: pvar %s: not MPI_UNSIGNED_LONG_LONG without binding\n",
-                    rank, name);
-            errs++;
-            return 0;
-        }
-    }
-    if (idx < 0) {
-        fprintf(stderr, "rank %d: pvar %s missing\n", rank, name);
-        errs++;
-        return 0;
-    }
-    if (pv_session == MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_create(&pv_session);
-    err = MPI_T_pvar_handle_alloc(pv_session, idx, NULL, &h, &cnt);
-    if (err == MPI_SUCCESS) {
-        if (!cont)
-            MPI_T_pvar_start(pv_session, h);
-        err = MPI_T_pvar_read(pv_session, h, &v);
-        MPI_T_pvar_handle_free(pv_session, &h);
-    }
-    if (err != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: pvar %s: read failed (err %d)\n", rank, name, err);
-        errs++;
-    }
-    return v;
-}
-
-/* Read the pvar until it equals want, making progress meanwhile (operations kept for a
- * peer's message go away when it arrives); gives up after secs seconds. */
-static unsigned long long pv_settle(const char *name, unsigned long long want, double secs)
-{
-    double t0 = MPI_Wtime();
-    unsigned long long v = pv_read(name);
-    while (v != want && MPI_Wtime() - t0 < secs) {
-        int flag;
-        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-        v = pv_read(name);
-    }
-    return v;
-}
+#include "../../part/part_pvar.h"
 
 static void settle_check(const char *when, unsigned long long live0, unsigned long long ids0)
 {
