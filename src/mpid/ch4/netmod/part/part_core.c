@@ -503,8 +503,8 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             int p = list ? list[i] : lo + i;
             if (MPIDI_PART_st_ready_unplanned(&op->st, p) == MPIDI_PART_READY_TWICE) {
                 MPIDI_PART_UNLOCK();
-                MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_ARG, "**partreadytwice",
-                                     "**partreadytwice %d", p);
+                mpi_errno = ready_twice_error(p);
+                goto fn_fail;
             }
         }
         MPIDI_PART_UNLOCK();

@@ -73,7 +73,6 @@ typedef struct MPIDI_PART_tagop {
     int32_t order;              /* the block holds 2^order tags */
     MPIR_Request **wreq;        /* the iteration's internal request per message */
     int32_t cursor;             /* messages below it are done (poll from here) */
-    int lease_wait;             /* receiver: MPI_Start waits for a tag block */
     uint32_t cts_iter[2];       /* sender: credits that came ahead of their iteration */
     int64_t cts_base[2];
     int ncts;

@@ -203,7 +203,6 @@ static int tag_recv_arm(MPIDI_PART_op_t * op)
         MPIDI_PART_global.leased = op;
     } else {
         /* wait for a lease; the hook hands out blocks as they come back */
-        t->lease_wait = 1;
         op->next = NULL;
         if (MPIDI_PART_global.lease_tail)
             MPIDI_PART_global.lease_tail->next = op;
@@ -262,7 +261,6 @@ int MPIDI_PART_tag_handshake(void)
                 MPIDI_PART_global.lease_head = op->next;
             if (MPIDI_PART_global.lease_tail == op)
                 MPIDI_PART_global.lease_tail = prev;
-            op->u.tag.lease_wait = 0;
             op->u.tag.base = base;
             op->u.tag.lnext = MPIDI_PART_global.leased;
             MPIDI_PART_global.leased = op;
