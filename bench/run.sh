@@ -146,6 +146,12 @@ ldd "$OUT/build/partbench-ours" | grep -q "$PREFIX/lib/libmpi" \
 # netmod (UCX) instead of MPICH's shared memory, UCX_TLS=tcp,self keeps UCX off its own
 # shared-memory transports (sysv, posix, cma); ucx_check verifies the transports in the log
 tcp_env="--env=MPIR_CVAR_NOLOCAL=1 --env=UCX_TLS=tcp,self"
+# the transport dimension: our library with the RDMA transport over libfabric forced, over
+# its shm provider (same host) and over tcp;ofi_rxm (with tcp_env, so that stock MPICH and
+# our handshake go through UCX over TCP); compare with the tag-transport rows of the same
+# geometry (pipe-*, tcp-*, earlybird, overhead-*) of the same run
+rdma_shm="--ours-env=MPIR_CVAR_PART_TRANSPORT=ofi --ours-env=MPIR_CVAR_PART_OFI_PROVIDER=shm"
+rdma_tcp="--ours-env=MPIR_CVAR_PART_TRANSPORT=ofi --ours-env=MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm $tcp_env"
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -159,7 +165,9 @@ overhead|--sizes|64K|--pattern overhead --noise 4
 halo|--grids|16|--pattern halo --theta 2
 vci-4x8|--sizes|64K|--pattern pipelined --threads 4 --theta 8 --variants part --thread-hint --ours-env=MPIR_CVAR_CH4_NUM_VCIS=4
 parrived|--theta|1,4|--pattern parrived --sizes 64
-tcp-1x1|--sizes|8|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env"
+tcp-1x1|--sizes|8|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
+rdma-shm-4x8|--sizes|1K,1M|--pattern pipelined --threads 4 --theta 8 $rdma_shm
+rdma-tcp-1x1|--sizes|8,64K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $rdma_tcp"
     xfail="corrupt-pipe|--sizes|64K|--pattern pipelined --variants part,p2p-single --corrupt
 corrupt-halo|--grids|16|--pattern halo --variants part --theta 2 --corrupt"
     common="--smoke"
@@ -183,7 +191,14 @@ halo-4x4|--grids|32,64,128|--pattern halo --theta 4
 parrived|--theta|1,32|--pattern parrived --sizes 4K
 tcp-1x1|--sizes|8,64,512,4K,64K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
 tcp-1x32|--sizes|4K,128K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
-tcp-4x32|--sizes|1K,128K,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env"
+tcp-4x32|--sizes|1K,128K,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
+rdma-shm-1x1|--sizes|$all_sizes|--pattern pipelined --threads 1 --theta 1 $rdma_shm
+rdma-shm-4x32|--sizes|$all_sizes|--pattern pipelined --threads 4 --theta 32 $rdma_shm
+rdma-shm-earlybird|--sizes|$big_sizes|--pattern earlybird --gamma 10,100,1000 $rdma_shm
+rdma-shm-overhead-1ms-single|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm
+rdma-tcp-1x1|--sizes|8,64,512,4K,64K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $rdma_tcp
+rdma-tcp-1x32|--sizes|4K,128K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $rdma_tcp
+rdma-tcp-4x32|--sizes|1K,128K,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $rdma_tcp"
     xfail=""
     common="--full"
 else
@@ -199,7 +214,14 @@ halo|--grids|32,64|--pattern halo
 parrived|--theta|1,32|--pattern parrived --sizes 4K
 tcp-1x1|--sizes|8,4K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
 tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env"
+tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
+rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm
+rdma-shm-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $rdma_shm
+rdma-shm-earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000 $rdma_shm
+rdma-shm-overhead-1ms-single|--sizes|64K,1M,4M|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm
+rdma-tcp-1x1|--sizes|8,4K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $rdma_tcp
+rdma-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $rdma_tcp
+rdma-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $rdma_tcp"
     xfail=""
     common=""
 fi

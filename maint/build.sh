@@ -32,10 +32,11 @@ phase() { echo "$1 $(( $(date +%s) - t_start ))" >> "$BUILD_DIR/.part-phases"; }
 
 # ---- Debian packages -------------------------------------------------------------------
 debs="build-essential g++ autoconf automake libtool python3 perl patch xz-utils pkg-config \
-libucx-dev libhwloc-dev libibverbs-dev ccache cmake libgtest-dev"
-# libfabric.pc lists its providers' libraries as private link dependencies
+libucx-dev libhwloc-dev libibverbs-dev ccache cmake libgtest-dev libfabric-dev libfabric-bin"
+# libfabric: the RDMA transport (--enable-part-ofi, auto) in every build; libfabric.pc lists
+# its providers' libraries as private link dependencies, needed when ch4:ofi links it
 case "$args" in
-    *ch4:ofi*) debs="$debs libfabric-dev libpsm2-dev libpsm-infinipath1-dev librdmacm-dev" ;;
+    *ch4:ofi*) debs="$debs libpsm2-dev libpsm-infinipath1-dev librdmacm-dev" ;;
 esac
 missing=$(missing_debs $debs)
 if [ -n "$missing" ]; then

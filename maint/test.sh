@@ -6,14 +6,17 @@
 #   3. MPICH's test suite directories part/ and threads/part/ (testlist, testlist.dtp with the
 #      datatype-pool pingping tests, and testlist.cvar with this project's engine tests)
 #      through MPICH's runtests: once as is (shared memory between the two ranks), once with
-#      MPIR_CVAR_NOLOCAL=1 (every message through the network module)
+#      MPIR_CVAR_NOLOCAL=1 (every message through the network module), then twice with the
+#      RDMA transport forced (MPIR_CVAR_PART_TRANSPORT=ofi) over libfabric's shm and
+#      tcp;ofi_rxm providers
 #   4. the demo, which verifies its data
 #   5. a smoke run of the benchmark suite (bench/run.sh --smoke: our MPICH, a few sizes, data
 #      verified), so that the suite cannot rot
 # Writes TAP and JUnit files into _results/ and prints "N passed, M failed"; exits non-zero
 # on any failure.
 #
-# Environment: PREFIX, BUILD_DIR as for maint/build.sh; TEST_MODES (default "shm nolocal");
+# Environment: PREFIX, BUILD_DIR as for maint/build.sh; TEST_MODES (default
+# "shm nolocal ofi-shm ofi-tcp");
 # RESULTS (default _results/); MPITEST_TIMEOUT (seconds per test, default 300).
 
 set -e
@@ -24,7 +27,7 @@ PREFIX=${PREFIX:-$top/_install}
 BUILD_DIR=${BUILD_DIR:-$top/_build}
 export PREFIX BUILD_DIR
 RESULTS=${RESULTS:-$top/_results}
-TEST_MODES=${TEST_MODES:-shm nolocal}
+TEST_MODES=${TEST_MODES:-shm nolocal ofi-shm ofi-tcp}
 t0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
 
@@ -86,7 +89,9 @@ for mode in $TEST_MODES; do
     case $mode in
         shm) envs="" ;;
         nolocal) envs="MPIR_CVAR_NOLOCAL=1" ;;
-        *) die "unknown test mode '$mode' (shm, nolocal)" ;;
+        ofi-shm) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm" ;;
+        ofi-tcp) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm" ;;
+        *) die "unknown test mode '$mode' (shm, nolocal, ofi-shm, ofi-tcp)" ;;
     esac
     step "MPICH test suite part/ and threads/part/, mode $mode ${envs:+($envs)}"
     ( cd "$tb" && env $envs MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-300} ./runtests -srcdir="$tsrc" \

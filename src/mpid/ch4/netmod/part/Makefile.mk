@@ -7,6 +7,7 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/part
 
 noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
                   src/mpid/ch4/netmod/part/part_impl.h \
+                  src/mpid/ch4/netmod/part/part_imm.h \
                   src/mpid/ch4/netmod/part/part_plan.h \
                   src/mpid/ch4/netmod/part/part_state.h \
                   src/mpid/ch4/netmod/part/part_tagspace.h
@@ -20,6 +21,10 @@ mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_tagspace.c \
                     src/mpid/ch4/netmod/part/part_vci.c \
                     src/mpi/part/part_mpit.c
+
+if BUILD_CH4_PART_OFI
+mpi_core_sources += src/mpid/ch4/netmod/part/part_ofi.c
+endif BUILD_CH4_PART_OFI
 
 errnames_txt_files += src/mpid/ch4/netmod/part/errnames.txt
 

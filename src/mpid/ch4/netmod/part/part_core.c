@@ -179,6 +179,7 @@ static void op_free_memory(MPIDI_PART_op_t * op)
     MPL_free(op->cntr);
     MPL_free(op->held);
     MPL_free(op->done);
+    MPL_free(op->rts_ext);
     op->magic = 0;
     MPL_free(op);
 }
@@ -190,7 +191,7 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *req = NULL;
     MPIDI_PART_op_t *op = NULL;
-    int thread_parts, is_send = (kind == MPIR_REQUEST_KIND__PART_SEND);
+    int thread_parts, choice, is_send = (kind == MPIR_REQUEST_KIND__PART_SEND);
 
     MPIR_ERR_CHKANDJUMP1(count < 0, mpi_errno, MPI_ERR_COUNT, "**partcount", "**partcount %d",
                          (int) count);
@@ -198,10 +199,18 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
                          "**partpartitions %d", partitions);
     mpi_errno = thread_parts_hint(info, partitions, &thread_parts);
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_PART_choice(&choice);
+    MPIR_ERR_CHECK(mpi_errno);
 
-    MPI_Aint extent, size;
+    MPI_Aint extent, size, true_lb;
+    int dt_contig;
+    size_t dt_bytes;
+    MPIR_Datatype *dt_ptr;
     MPIR_Datatype_get_extent_macro(datatype, extent);
     MPIR_Datatype_get_size_macro(datatype, size);
+    MPIDI_Datatype_get_info(1, datatype, dt_contig, dt_bytes, dt_ptr, true_lb);
+    (void) dt_bytes;
+    (void) dt_ptr;
 
     op = MPL_calloc(1, sizeof(*op), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDSTMT(op == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail, "**nomem");
@@ -251,6 +260,8 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     op->total_bytes = size * count * partitions;
     op->peer = peer;
     op->tag = tag;
+    op->choice = choice;
+    op->contig = dt_contig && true_lb == 0 && extent == size;
     op->context_id = comm->recvcontext_id;
     op->comm = comm;
     MPIR_Comm_add_ref(comm);    /* the op may outlive the request (README, freeing) */
@@ -306,6 +317,9 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
 {
     if (op->tp)
         op->tp->free(op);
+#ifdef MPIDI_CH4_PART_OFI
+    MPIDI_PART_ofi_release(op);         /* offered in the RTS, never planned */
+#endif
     MPIR_Comm_release(op->comm);
     MPIDI_PART_PVAR_SUB(OPS_LIVE, 1);
     op_free_memory(op);
@@ -346,6 +360,18 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     hdr.thread_parts = op->thread_parts;
     hdr.nvcis = MPIDI_PART_vci_local(comm);
     hdr.bytes = op->total_bytes;
+    hdr.choice = op->choice;
+#ifdef MPIDI_CH4_PART_OFI
+    mpi_errno = MPIDI_PART_ofi_announce(op, &hdr);
+    if (mpi_errno) {
+        MPIR_Request *req = *request;
+        MPIDI_PART_OP(req) = NULL;
+        op_release(op);
+        MPIR_Request_free(req);
+        *request = NULL;
+        MPIR_ERR_POP(mpi_errno);
+    }
+#endif
     MPIDI_PART_LOCK();
     op->refs++;
     MPIDI_PART_UNLOCK();
@@ -402,11 +428,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     }
     op->refs++; /* the posted queue's, or the matching's */
     if (rts) {
-        op->sop = rts->hdr.sop;
-        op->peer_partitions = rts->hdr.partitions;
-        op->peer_thread_parts = rts->hdr.thread_parts;
-        op->peer_nvcis = rts->hdr.nvcis;
-        op->peer_bytes = rts->hdr.bytes;
+        MPIDI_PART_take_rts(op, &rts->hdr);
     } else {
         op->next = NULL;
         if (MPIDI_PART_global.posted_tail)

@@ -34,7 +34,16 @@ enum MPIDI_PART_plan_status {
 };
 
 enum MPIDI_PART_transport_id {
-    MPIDI_PART_TRANSPORT_TAG = 1        /* part_tag.c */
+    MPIDI_PART_TRANSPORT_TAG = 1,       /* part_tag.c */
+    MPIDI_PART_TRANSPORT_OFI = 2        /* part_ofi.c: RDMA writes over libfabric */
+};
+
+/* MPIR_CVAR_PART_TRANSPORT, read by MPI_Psend_init/MPI_Precv_init (part_match.c) */
+enum MPIDI_PART_choice {
+    MPIDI_PART_CHOICE_AUTO = 0,
+    MPIDI_PART_CHOICE_TAG,
+    MPIDI_PART_CHOICE_OFI,
+    MPIDI_PART_CHOICE_VERBS
 };
 
 #define MPIDI_PART_EXT_MAX 256  /* transport payload of a PLAN or CTS */
@@ -51,10 +60,11 @@ typedef struct MPIDI_PART_hdr {
     int32_t status;             /* PLAN: enum MPIDI_PART_plan_status */
     int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's */
     uint32_t iter;              /* CTS: the receiver's iteration (1, 2, ...) */
+    int32_t choice;             /* RTS: the sender's enum MPIDI_PART_choice */
     int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
     MPIDI_PART_plan_t plan;     /* PLAN */
     int32_t ext_len;            /* bytes of ext in use */
-    uint8_t ext[MPIDI_PART_EXT_MAX];    /* PLAN/CTS: the transport's data */
+    uint8_t ext[MPIDI_PART_EXT_MAX];    /* RTS/PLAN/CTS: the transport's data */
 } MPIDI_PART_hdr_t;
 
 #define MPIDI_PART_HDR_SIZE(h_) (offsetof(MPIDI_PART_hdr_t, ext) + (size_t) (h_)->ext_len)
@@ -118,6 +128,8 @@ typedef struct MPIDI_PART_op {
     int thread_parts;           /* info hint: partitions one thread owns (0: none) */
     MPI_Aint aggr_size;         /* receiver: MPIR_CVAR_PART_AGGR_SIZE at MPI_Precv_init */
     int spread;                 /* wire messages per iteration on a VCI other than 0 */
+    int choice;                 /* enum MPIDI_PART_choice at init */
+    int contig;                 /* buf is one contiguous run of total_bytes bytes */
 
     /* peer (receiver: from the RTS) */
     uint64_t sop;
@@ -125,6 +137,11 @@ typedef struct MPIDI_PART_op {
     int peer_thread_parts;
     int peer_nvcis;
     MPI_Aint peer_bytes;
+    int peer_choice;
+    uint8_t *rts_ext;           /* the RTS's transport data (RDMA addresses), or NULL */
+    int rts_ext_len;
+
+    struct MPIDI_PART_ofiop *ofi;       /* RDMA over libfabric (part_ofi.c), or NULL */
 
     /* state machine storage */
     int32_t *ready;             /* sender: per partition */
@@ -174,11 +191,15 @@ typedef struct MPIDI_PART_transport {
 } MPIDI_PART_transport_t;
 
 extern const MPIDI_PART_transport_t MPIDI_PART_tag_transport;
+#ifdef MPIDI_CH4_PART_OFI
+extern const MPIDI_PART_transport_t MPIDI_PART_ofi_transport;
+#endif
 
 /* ---- globals --------------------------------------------------------------------------- */
 
 #define MPIDI_PART_WORK_HANDSHAKE 1     /* inbox or transport handshake work */
 #define MPIDI_PART_WORK_POLL      2     /* operations with messages in flight */
+#define MPIDI_PART_WORK_OFI       4     /* RDMA operations: read the completion queue */
 
 typedef struct MPIDI_PART_global {
     int initialized;
@@ -222,6 +243,11 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_OPS_LIVE,
     MPIDI_PART_PV_TAG_IDS_IN_USE,
     MPIDI_PART_PV_LEASE_WAITS,
+    MPIDI_PART_PV_OFI_OPS,
+    MPIDI_PART_PV_OFI_WRITES,
+    MPIDI_PART_PV_OFI_CREDITS,
+    MPIDI_PART_PV_OFI_DEFERRED,
+    MPIDI_PART_PV_OFI_MRS,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -254,6 +280,8 @@ int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr);
 int MPIDI_PART_match_posted(MPIDI_PART_op_t * op);
 int MPIDI_PART_progress(int *made_progress);
 int MPIDI_PART_handshake(void);
+int MPIDI_PART_choice(int *choice);     /* MPIR_CVAR_PART_TRANSPORT, checked */
+void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts);
 /* Lock held: set work bits (MPIDI_PART_WORK_*). */
 static inline void MPIDI_PART_set_work(int bits)
 {
@@ -275,6 +303,21 @@ int MPIDI_PART_tags_init(void);
 void MPIDI_PART_tags_finalize(void);
 int MPIDI_PART_tag_handshake(void);     /* lease hand-out (progress hook) */
 int MPIDI_PART_tag_max_msgs(void);
+
+/* ---- part_ofi.c: the RDMA transport over libfabric ------------------------------------ */
+#ifdef MPIDI_CH4_PART_OFI
+void MPIDI_PART_ofi_init(void);
+void MPIDI_PART_ofi_finalize(void);
+/* sender, MPI_Psend_init: describe our side in the RTS (nothing when op cannot use it);
+ * an error only when the transport is forced and the fabric cannot come up */
+int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
+/* receiver, MPI_Precv_init with the transport forced: bring the fabric up or fail */
+int MPIDI_PART_ofi_require(void);
+/* receiver, at match: whether op can move over this transport */
+int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op);
+int MPIDI_PART_ofi_progress(void);
+void MPIDI_PART_ofi_release(MPIDI_PART_op_t * op);
+#endif
 
 /* ---- part_vci.c: VCI spreading ------------------------------------------------------- */
 int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs, int peer_nvcis);

@@ -44,6 +44,19 @@ static const struct {
         "Blocks of wire-message tags held by receive operations (permanent and leased)"},
     [MPIDI_PART_PV_LEASE_WAITS] = {"part_lease_waits", 0,
         "Times an MPI_Start of a receive operation waited for a tag lease"},
+    [MPIDI_PART_PV_OFI_OPS] = {"part_ofi_ops", 0,
+        "Partitioned operations (either side) planned on the RDMA transport over libfabric"},
+    [MPIDI_PART_PV_OFI_WRITES] = {"part_ofi_writes", 0,
+        "Wire messages written by the RDMA transport over libfabric (fi_writedata with "
+        "immediate data)"},
+    [MPIDI_PART_PV_OFI_CREDITS] = {"part_ofi_credits", 0,
+        "Per-iteration credits sent by receivers of the RDMA transport over libfabric"},
+    [MPIDI_PART_PV_OFI_DEFERRED] = {"part_ofi_deferred", 0,
+        "Writes of the RDMA transport over libfabric that waited for room in the endpoint's "
+        "queue"},
+    [MPIDI_PART_PV_OFI_MRS] = {"part_ofi_mrs_in_use", 1,
+        "Memory registrations held by the RDMA transport over libfabric (receive buffers, and "
+        "send buffers where the provider needs local registration)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
@@ -69,6 +82,9 @@ int MPIDI_PART_init(void)
     MPL_atomic_relaxed_store_int(&MPIDI_PART_global.in_hs, 0);
     for (int i = 0; i < MPIDI_PART_PV_COUNT; i++)
         MPL_atomic_relaxed_store_uint64(&MPIDI_PART_pvars[i].v, 0);
+#ifdef MPIDI_CH4_PART_OFI
+    MPIDI_PART_ofi_init();
+#endif
 
     /* every rank registers in the same order, right after MPIDIG: same id everywhere */
     MPIDI_PART_global.am_id = MPIDIG_am_reg_cb_dynamic(NULL, &MPIDI_PART_am_handler);
@@ -116,6 +132,10 @@ int MPIDI_PART_finalize(void)
         if (op->req == NULL) {
             if (op->tp)
                 op->tp->free(op);
+#ifdef MPIDI_CH4_PART_OFI
+            MPIDI_PART_ofi_release(op);
+#endif
+            MPL_free(op->rts_ext);
             MPL_free(op->ready);
             MPL_free(op->cntr);
             MPL_free(op->held);
@@ -126,6 +146,9 @@ int MPIDI_PART_finalize(void)
     }
     MPIDI_PART_vci_finalize();
     MPIDI_PART_tags_finalize();
+#ifdef MPIDI_CH4_PART_OFI
+    MPIDI_PART_ofi_finalize();
+#endif
     MPID_Thread_mutex_destroy(&MPIDI_PART_global.lock, &err);
     MPIDI_PART_global.initialized = 0;
     return MPI_SUCCESS;

@@ -6,6 +6,77 @@
  */
 #include "part_impl.h"
 
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_PART_TRANSPORT
+      category    : CH4_PART
+      type        : string
+      default     : "auto"
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Transport of partitioned operations: "tag" (matched point-to-point messages),
+        "ofi" (RDMA writes with immediate data over libfabric; the provider is
+        MPIR_CVAR_PART_OFI_PROVIDER), "verbs" (native InfiniBand; not built yet) or "auto"
+        (the engine chooses per operation; the rule is in the engine README). Read by
+        MPI_Psend_init and MPI_Precv_init; the receiver decides, among what the sender
+        offers. Operations the RDMA transport cannot write directly (non-contiguous
+        buffers, empty transfers) use the tag transport. Unknown values make the init call
+        fail with MPI_ERR_ARG.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+int MPIDI_PART_choice(int *choice)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const char *v = MPIR_CVAR_PART_TRANSPORT ? MPIR_CVAR_PART_TRANSPORT : "";
+
+    if (strcmp(v, "auto") == 0 || v[0] == '\0') {
+        *choice = MPIDI_PART_CHOICE_AUTO;
+    } else if (strcmp(v, "tag") == 0) {
+        *choice = MPIDI_PART_CHOICE_TAG;
+    } else if (strcmp(v, "ofi") == 0) {
+#ifdef MPIDI_CH4_PART_OFI
+        *choice = MPIDI_PART_CHOICE_OFI;
+        mpi_errno = MPIDI_PART_ofi_require();
+#else
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**partnotbuilt", "**partnotbuilt %s",
+                             "ofi (configure --enable-part-ofi with libfabric)");
+#endif
+    } else if (strcmp(v, "verbs") == 0) {
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**partnotbuilt", "**partnotbuilt %s",
+                             "verbs (no verbs transport in this build)");
+    } else {
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_ARG, "**parttransport", "**parttransport %s", v);
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Receiver: take the sender's announcement (lock held). */
+void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
+{
+    op->sop = rts->sop;
+    op->peer_partitions = rts->partitions;
+    op->peer_thread_parts = rts->thread_parts;
+    op->peer_nvcis = rts->nvcis;
+    op->peer_bytes = rts->bytes;
+    op->peer_choice = rts->choice;
+    if (rts->ext_len > 0) {
+        op->rts_ext = MPL_malloc(rts->ext_len, MPL_MEM_OTHER);
+        if (op->rts_ext) {      /* without it, the tag transport */
+            memcpy(op->rts_ext, rts->ext, rts->ext_len);
+            op->rts_ext_len = rts->ext_len;
+        }
+    }
+}
+
 int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -48,7 +119,24 @@ int MPIDI_PART_am_handler(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t a
 
 static const MPIDI_PART_transport_t *transport_by_id(int id)
 {
-    return id == MPIDI_PART_TRANSPORT_TAG ? &MPIDI_PART_tag_transport : NULL;
+    if (id == MPIDI_PART_TRANSPORT_TAG)
+        return &MPIDI_PART_tag_transport;
+#ifdef MPIDI_CH4_PART_OFI
+    if (id == MPIDI_PART_TRANSPORT_OFI)
+        return &MPIDI_PART_ofi_transport;
+#endif
+    return NULL;
+}
+
+/* Receiver: the transport of a matched operation (the rule is in README, "Choosing a
+ * transport"): RDMA when this side asks for it and both sides can write directly. */
+static const MPIDI_PART_transport_t *choose_transport(MPIDI_PART_op_t * op)
+{
+#ifdef MPIDI_CH4_PART_OFI
+    if (MPIDI_PART_ofi_usable(op))
+        return &MPIDI_PART_ofi_transport;
+#endif
+    return &MPIDI_PART_tag_transport;
 }
 
 /* Receiver: decide the wire layout (no lock). Returns the PLAN status; op->error is set
@@ -112,11 +200,16 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
 
     status = decide_plan(op, &hdr->plan);
     if (status == MPIDI_PART_STATUS_OK && hdr->plan.nmsgs > 0) {
-        tp = &MPIDI_PART_tag_transport;
+        tp = choose_transport(op);
         op->st.plan = hdr->plan;        /* the transport sizes its state from it */
         int err = MPIDI_PART_op_alloc_msgs(op, hdr->plan.nmsgs);
         if (!err)
             err = tp->recv_plan(op, hdr);
+        if (err && tp != &MPIDI_PART_tag_transport && op->choice != MPIDI_PART_CHOICE_OFI) {
+            /* only asked for, not forced: the tag transport carries it */
+            tp = &MPIDI_PART_tag_transport;
+            err = tp->recv_plan(op, hdr);
+        }
         if (err) {
             op->error = err;
             status = MPIDI_PART_STATUS_ERROR;
@@ -215,6 +308,10 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
                                          op->peer);
     }
 
+#ifdef MPIDI_CH4_PART_OFI
+    if (tp != &MPIDI_PART_ofi_transport)
+        MPIDI_PART_ofi_release(op);     /* offered, not taken */
+#endif
     MPIDI_PART_LOCK();
     op->tp = tp;
     if (op->freed) {
@@ -266,11 +363,7 @@ static int handle_rts(MPIDI_PART_inbox_t * e)
             MPIDI_PART_global.posted_head = op->next;
         if (MPIDI_PART_global.posted_tail == op)
             MPIDI_PART_global.posted_tail = prev;
-        op->sop = e->hdr.sop;
-        op->peer_partitions = e->hdr.partitions;
-        op->peer_thread_parts = e->hdr.thread_parts;
-        op->peer_nvcis = e->hdr.nvcis;
-        op->peer_bytes = e->hdr.bytes;
+        MPIDI_PART_take_rts(op, &e->hdr);
     } else {
         e->next = NULL;
         if (MPIDI_PART_global.unexp_tail)
@@ -375,6 +468,12 @@ int MPIDI_PART_progress(int *made_progress)
         mpi_errno = MPIDI_PART_handshake();
         MPIR_ERR_CHECK(mpi_errno);
     }
+#ifdef MPIDI_CH4_PART_OFI
+    if (work & MPIDI_PART_WORK_OFI) {
+        mpi_errno = MPIDI_PART_ofi_progress();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+#endif
     if (work & MPIDI_PART_WORK_POLL) {
         uint64_t vci_mask;
         MPIDI_PART_poll_all(&vci_mask);

@@ -1,7 +1,9 @@
 [#] start of __file__
 dnl Configure fragment of the ch4 partitioned-communication component (src/mpid/ch4/netmod/part).
 dnl It is built whenever the device is ch4 (it is not a --with-device netmod); the
-dnl InfiniBand verbs path is chosen with --enable-part-verbs[=yes|no|auto].
+dnl RDMA transport's backends are chosen with --enable-part-ofi[=yes|no|auto] (libfabric,
+dnl found through MPICH's own --with-libfabric probe in src/mpid/ch4/subconfigure.m4) and
+dnl --enable-part-verbs[=yes|no|auto] (libibverbs).
 dnl MPICH_SUBCFG_AFTER=src/mpid/ch4
 
 AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
@@ -11,11 +13,32 @@ AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
              auto (default): built when libibverbs is found; yes: configure fails without it])],
         [], [enable_part_verbs=auto])
     PAC_SET_HEADER_LIB_PATH([ibverbs])
+    AC_ARG_ENABLE([part-ofi],
+        [AS_HELP_STRING([--enable-part-ofi@<:@=yes|no|auto@:>@],
+            [RDMA transport of partitioned communication over libfabric (fi_writedata), in
+             ch4:ucx and ch4:ofi builds. auto (default): built when an external libfabric is
+             found (--with-libfabric=PATH); yes: configure fails without it])],
+        [], [enable_part_ofi=auto])
 
     build_ch4_part=no
     part_verbs=no
+    part_ofi=no
     AM_COND_IF([BUILD_CH4],[
         build_ch4_part=yes
+        AS_CASE([$enable_part_ofi],
+            [yes|no|auto],[],
+            [AC_MSG_ERROR([--enable-part-ofi takes yes, no or auto, not '$enable_part_ofi'])])
+        dnl pac_have_libfabric comes from the ch4 device's probe (its PREREQ runs first);
+        dnl the embedded libfabric is not usable here: it is built after this check
+        if test "$enable_part_ofi" != "no" ; then
+            if test "$pac_have_libfabric" = "yes" -a "$with_libfabric" != "embedded" ; then
+                PAC_CHECK_HEADER_LIB([rdma/fi_rma.h],[fabric],[fi_getinfo],
+                                     [part_ofi=yes],[part_ofi=no])
+            fi
+            if test "$enable_part_ofi" = "yes" -a "$part_ofi" = "no" ; then
+                AC_MSG_ERROR([--enable-part-ofi=yes, but an external libfabric was not found (header rdma/fi_rma.h and library -lfabric; on Debian: apt-get install libfabric-dev, or give --with-libfabric=PATH)])
+            fi
+        fi
         AS_CASE([$enable_part_verbs],
             [yes|no|auto],[],
             [AC_MSG_ERROR([--enable-part-verbs takes yes, no or auto, not '$enable_part_verbs'])])
@@ -29,15 +52,23 @@ AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
     ])
     AM_CONDITIONAL([BUILD_CH4_PART],[test "$build_ch4_part" = "yes"])
     AM_CONDITIONAL([BUILD_CH4_PART_VERBS],[test "$part_verbs" = "yes"])
+    AM_CONDITIONAL([BUILD_CH4_PART_OFI],[test "$part_ofi" = "yes"])
 ])dnl
 
 AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
 AM_COND_IF([BUILD_CH4_PART],[
-    AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch4 partitioned engine (verbs: $part_verbs)])
+    AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch4 partitioned engine (ofi: $part_ofi, verbs: $part_verbs)])
     AC_DEFINE([MPIDI_CH4_PART_ENGINE],[1],[Define if the ch4 partitioned engine is built])
+    part_transports="tag"
+    if test "$part_ofi" = "yes" ; then
+        AC_DEFINE([MPIDI_CH4_PART_OFI],[1],[Define if the partitioned engine's RDMA transport over libfabric is built])
+        dnl ch4:ofi links libfabric already; adding it again is harmless
+        PAC_LIBS_ADD([-lfabric])
+        part_transports="$part_transports, rdma over libfabric"
+    fi
     dnl No transport uses libibverbs yet: it is found (or required) but never linked, so that
     dnl libmpi carries no run-time dependency without code behind it.
-    part_engine_string="ch4 partitioned engine (transports: tag); libibverbs found: $part_verbs, not linked (no verbs transport yet)"
+    part_engine_string="ch4 partitioned engine (transports: $part_transports); libibverbs found: $part_verbs, not linked (no verbs transport yet)"
     AC_DEFINE_UNQUOTED([MPIDI_CH4_PART_DESC],["$part_engine_string"],[What the partitioned engine was built with])
     if test -n "$MPICH_CUSTOM_STRING" ; then
         MPICH_CUSTOM_STRING="$MPICH_CUSTOM_STRING; $part_engine_string"
@@ -45,8 +76,8 @@ AM_COND_IF([BUILD_CH4_PART],[
         MPICH_CUSTOM_STRING="$part_engine_string"
     fi
     AC_CONFIG_COMMANDS([part-summary],
-        [echo "*** partitioned engine: built (transports: tag); libibverbs found: $part_verbs, not linked: no verbs transport yet (--enable-part-verbs=$enable_part_verbs)"],
-        [part_verbs=$part_verbs enable_part_verbs=$enable_part_verbs])
+        [echo "*** partitioned engine: built (transports: $part_transports; --enable-part-ofi=$enable_part_ofi); libibverbs found: $part_verbs, not linked: no verbs transport yet (--enable-part-verbs=$enable_part_verbs)"],
+        [part_verbs=$part_verbs enable_part_verbs=$enable_part_verbs part_transports="$part_transports" enable_part_ofi=$enable_part_ofi])
 ])
 ])dnl
 [#] end of __file__
