@@ -46,7 +46,7 @@ enum MPIDI_PART_choice {
     MPIDI_PART_CHOICE_VERBS
 };
 
-#define MPIDI_PART_EXT_MAX 256  /* transport payload of a PLAN or CTS */
+#define MPIDI_PART_EXT_MAX 512  /* transport payload of an RTS, PLAN or CTS */
 
 typedef struct MPIDI_PART_hdr {
     int32_t kind;

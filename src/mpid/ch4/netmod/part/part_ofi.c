@@ -5,8 +5,10 @@
  * message done when the completion arrives. Per iteration the receiver's MPI_Start gives
  * the sender a credit (an 8-byte write into the sender's mailbox whose immediate names the
  * sender's slot and the iteration), so nothing lands before the receiver has started.
- * One fabric, domain, endpoint and completion queue per process, opened lazily on first
- * use; completions are read from MPICH's progress (the engine's hook, MPI_Parrived). The
+ * One fabric and domain per process, opened lazily on first use, and one endpoint with its
+ * own completion queue per VCI in use (the messages of an operation follow its VCI
+ * mapping, so threads that ready different partitions write through different endpoints);
+ * completions are read from MPICH's progress (the engine's hook, MPI_Parrived). The
  * protocol is in README ("RDMA transport").
  */
 #include "part_impl.h"
@@ -36,6 +38,21 @@ cvars:
         offers with RDMA writes and remote CQ data. Read when the transport first opens its
         fabric; every process must use the same provider.
 
+    - name        : MPIR_CVAR_PART_OFI_DEBUG_FAULT
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: 1 makes every data write of a sender of the RDMA transport fail as if
+        fi_writedata had returned -FI_EIO (nothing is posted), so that tests can check that
+        the send request completes with an error naming the provider and that nothing
+        reaches the receiver. (A wrong remote key is no such test: shm and tcp;ofi_rxm in
+        libfabric 1.17 drop such a write at the target and report success to the sender.)
+        0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -43,6 +60,7 @@ cvars:
 #define OFI_MAX_ADDR 200        /* endpoint name bytes carried in an RTS or PLAN */
 #define OFI_EXT_MAGIC 0x4f464931u       /* "OFI1" */
 #define OFI_CQ_BATCH 32
+#define OFI_MAX_EPS 16          /* endpoints per process (one per VCI in use) */
 
 /* One message's completion context (the provider's fi_context2 must come first). */
 typedef struct {
@@ -54,7 +72,10 @@ typedef struct {
 typedef struct MPIDI_PART_ofiop {
     uint32_t slot;              /* ours: the peer's immediates name it */
     uint32_t peer_slot;
-    fi_addr_t peer_fa;          /* the peer's endpoint */
+    fi_addr_t peer_fa;          /* the peer's endpoint 0 (credits) */
+    int neps;                   /* endpoints the messages use */
+    uint8_t *msg_ep;            /* endpoint of each message (NULL: all on endpoint 0) */
+    fi_addr_t *peer_fa_ep;      /* sender: the receiver's endpoint per index */
     struct fid_mr *mr;          /* receiver: the receive buffer; sender: the send buffer when
                                  * the provider needs local registration */
     void *desc;
@@ -64,24 +85,27 @@ typedef struct MPIDI_PART_ofiop {
     int32_t *tosend;            /* sender: the messages a credit releases (engine lock) */
 } MPIDI_PART_ofiop_t;
 
-/* RTS ext: the sender's side */
+/* RTS ext: the sender's side (its endpoint 0) */
 typedef struct {
     uint32_t magic;
     uint32_t fabric_id;
     uint32_t slot;
+    uint32_t neps;              /* endpoints the sender can write from */
     uint32_t addrlen;
+    uint32_t pad;
     uint64_t mbox_addr, mbox_key;
     uint8_t addr[OFI_MAX_ADDR];
 } ofi_rts_ext_t;
 
-/* PLAN ext: the receiver's side */
+/* PLAN ext: the receiver's side: its buffer, the VCI mapping (as the tag transport's) and
+ * the names of its endpoints 0..neps-1, each as a 2-byte length and the name */
 typedef struct {
     uint32_t magic;
     uint32_t slot;
     uint64_t raddr, rkey;
-    uint32_t addrlen;
-    uint32_t pad;
-    uint8_t addr[OFI_MAX_ADDR];
+    int32_t neps, vci_parts, vci_ppt;
+    uint32_t names_len;
+    uint8_t names[MPIDI_PART_EXT_MAX - 40];
 } ofi_plan_ext_t;
 
 /* A write the endpoint could not take yet (its queue was full). */
@@ -98,28 +122,41 @@ typedef struct {
     fi_addr_t fa;
 } ofi_peer_t;
 
+/* One endpoint and its completion queue (transmit and receive), with the writes that wait
+ * for room in its queue. Its lock covers fi_writedata, fi_cq_read and the deferred list;
+ * it is never taken inside the engine lock. */
+typedef struct {
+    MPID_Thread_mutex_t lock;
+    MPL_atomic_int_t draining;  /* one thread reads the CQ at a time */
+    int up;                     /* opened (set once, under ofi.lock) */
+    struct fid_ep *ep;
+    struct fid_cq *cq;
+    uint8_t addr[OFI_MAX_ADDR];
+    size_t addrlen;
+    size_t tx_out;
+    ofi_pend_t *pend_head, *pend_tail;
+} ofi_ep_t;
+
 enum { OFI_DOWN = 0, OFI_UP = 1, OFI_FAILED = -1 };
 
 static struct {
     int state;
     char why[MPI_MAX_ERROR_STRING];     /* OFI_FAILED: the reason */
     char prov[64];
-    MPID_Thread_mutex_t lock;   /* endpoint, CQ, deferred writes, peers (never with the
-                                 * engine lock held inside it) */
-    MPL_atomic_int_t draining;  /* one thread reads the CQ at a time */
+    MPID_Thread_mutex_t lock;   /* fabric, domain, address vector, registrations, peers,
+                                 * opening endpoints (never taken inside the engine lock or
+                                 * an endpoint's lock) */
     struct fi_info *info;
     struct fid_fabric *fabric;
     struct fid_domain *domain;
     struct fid_av *av;
-    struct fid_cq *cq;
-    struct fid_ep *ep;
-    uint8_t addr[OFI_MAX_ADDR];
-    size_t addrlen;
+    ofi_ep_t eps[OFI_MAX_EPS];
+    int max_eps;                /* endpoints this process may open */
+    MPL_atomic_int_t neps_up;   /* endpoints 0..neps_up-1 are open */
     uint32_t fabric_id;
     int mr_local, mr_virt, mr_prov_key, mr_endpoint;
     uint64_t next_key;
-    size_t tx_size, tx_out;
-    ofi_pend_t *pend_head, *pend_tail;
+    size_t tx_size;
     ofi_peer_t *peers;
     int npeers, peers_cap;
     /* the credit mailbox: credits land in mbox[0..7], are sent from mbox[8..15] */
@@ -138,6 +175,8 @@ static struct {
 
 #define OFI_LOCK()   do { int err_; MPID_Thread_mutex_lock(&ofi.lock, &err_); } while (0)
 #define OFI_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&ofi.lock, &err_); } while (0)
+#define EP_LOCK(e_)   do { int err_; MPID_Thread_mutex_lock(&(e_)->lock, &err_); } while (0)
+#define EP_UNLOCK(e_) do { int err_; MPID_Thread_mutex_unlock(&(e_)->lock, &err_); } while (0)
 
 /* ---- fabric ----------------------------------------------------------------------------- */
 
@@ -147,7 +186,12 @@ void MPIDI_PART_ofi_init(void)
     memset(&ofi, 0, sizeof(ofi));
     MPID_Thread_mutex_create(&ofi.lock, &err);
     MPIR_Assert(err == 0);
-    MPL_atomic_relaxed_store_int(&ofi.draining, 0);
+    for (int v = 0; v < OFI_MAX_EPS; v++) {
+        MPID_Thread_mutex_create(&ofi.eps[v].lock, &err);
+        MPIR_Assert(err == 0);
+        MPL_atomic_relaxed_store_int(&ofi.eps[v].draining, 0);
+    }
+    MPL_atomic_relaxed_store_int(&ofi.neps_up, 0);
 }
 
 static uint32_t hash_str(const char *s)
@@ -162,12 +206,19 @@ static void fabric_close(void)
 {
     if (ofi.mbox_mr)
         fi_close(&ofi.mbox_mr->fid);
-    if (ofi.ep)
-        fi_close(&ofi.ep->fid);
+    for (int v = 0; v < OFI_MAX_EPS; v++) {
+        ofi_ep_t *e = &ofi.eps[v];
+        if (e->ep)
+            fi_close(&e->ep->fid);
+        if (e->cq)
+            fi_close(&e->cq->fid);
+        e->ep = NULL;
+        e->cq = NULL;
+        e->up = 0;
+    }
+    MPL_atomic_relaxed_store_int(&ofi.neps_up, 0);
     if (ofi.av)
         fi_close(&ofi.av->fid);
-    if (ofi.cq)
-        fi_close(&ofi.cq->fid);
     if (ofi.domain)
         fi_close(&ofi.domain->fid);
     if (ofi.fabric)
@@ -175,9 +226,7 @@ static void fabric_close(void)
     if (ofi.info)
         fi_freeinfo(ofi.info);
     ofi.mbox_mr = NULL;
-    ofi.ep = NULL;
     ofi.av = NULL;
-    ofi.cq = NULL;
     ofi.domain = NULL;
     ofi.fabric = NULL;
     ofi.info = NULL;
@@ -191,7 +240,7 @@ static int mr_register(void *buf, size_t len, uint64_t access, struct fid_mr **m
     if (rc)
         return rc;
     if (ofi.mr_endpoint) {
-        rc = fi_mr_bind(*mr, &ofi.ep->fid, 0);
+        rc = fi_mr_bind(*mr, &ofi.eps[0].ep->fid, 0);
         if (!rc)
             rc = fi_mr_enable(*mr);
         if (rc) {
@@ -214,12 +263,56 @@ static int mr_register(void *buf, size_t len, uint64_t access, struct fid_mr **m
         }                                                                      \
     } while (0)
 
-/* Open the fabric (ofi lock held). One verbose line says what happened. */
+/* Open endpoint v with its completion queue (ofi lock held); 0 or a libfabric error, with
+ * ofi.why set. */
+static int ep_open(int v)
+{
+    ofi_ep_t *e = &ofi.eps[v];
+    struct fi_cq_attr cq_attr = { 0 };
+    const char *what = "fi_cq_open";
+    int rc;
+
+    cq_attr.format = FI_CQ_FORMAT_DATA;
+    cq_attr.size = ofi.tx_size * 4;
+    rc = fi_cq_open(ofi.domain, &cq_attr, &e->cq, NULL);
+    if (!rc && (what = "fi_endpoint"))
+        rc = fi_endpoint(ofi.domain, ofi.info, &e->ep, NULL);
+    if (!rc && (what = "fi_ep_bind(av)"))
+        rc = fi_ep_bind(e->ep, &ofi.av->fid, 0);
+    if (!rc && (what = "fi_ep_bind(cq)"))
+        rc = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (!rc && (what = "fi_enable"))
+        rc = fi_enable(e->ep);
+    if (!rc && (what = "fi_getname")) {
+        e->addrlen = sizeof(e->addr);
+        rc = fi_getname(&e->ep->fid, e->addr, &e->addrlen);
+    }
+    if (rc) {
+        snprintf(ofi.why, sizeof(ofi.why), "%s (endpoint %d): %s%s", what, v, fi_strerror(-rc),
+                 strcmp(what, "fi_getname") ? "" : " (an endpoint name longer than the "
+                 "handshake carries?)");
+        if (e->ep)
+            fi_close(&e->ep->fid);
+        if (e->cq)
+            fi_close(&e->cq->fid);
+        e->ep = NULL;
+        e->cq = NULL;
+        return rc;
+    }
+    e->tx_out = 0;
+    e->up = 1;
+    return 0;
+}
+
+/* Open the fabric, the domain and endpoint 0 (ofi lock held). One verbose line says what
+ * happened. Several endpoints need a provider that is thread safe across endpoints; one
+ * that is not gets one endpoint (and the cheaper domain threading). */
 static void fabric_open(void)
 {
     struct fi_info *hints = fi_allocinfo(), *info = NULL, *fi;
     const char *want = MPIR_CVAR_PART_OFI_PROVIDER;
     uint64_t dummy;
+    int rc, want_eps = MPIDI_global.n_vcis < OFI_MAX_EPS ? MPIDI_global.n_vcis : OFI_MAX_EPS;
 
     ofi.state = OFI_FAILED;
     if (hints == NULL) {
@@ -231,10 +324,18 @@ static void fabric_open(void)
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
         FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-    hints->domain_attr->threading = FI_THREAD_DOMAIN;   /* we serialize (ofi.lock) */
     if (want && want[0])
         hints->fabric_attr->prov_name = MPL_strdup(want);
-    int rc = fi_getinfo(OFI_VERSION, NULL, NULL, 0, hints, &info);
+    rc = -FI_ENODATA;
+    if (want_eps > 1) {
+        hints->domain_attr->threading = FI_THREAD_SAFE;
+        rc = fi_getinfo(OFI_VERSION, NULL, NULL, 0, hints, &info);
+    }
+    if (rc) {
+        want_eps = 1;
+        hints->domain_attr->threading = FI_THREAD_DOMAIN;       /* we serialize (ofi.lock) */
+        rc = fi_getinfo(OFI_VERSION, NULL, NULL, 0, hints, &info);
+    }
     if (rc) {
         snprintf(ofi.why, sizeof(ofi.why), "provider '%s' offers no RDMA endpoint: "
                  "fi_getinfo: %s", want && want[0] ? want : "(any)", fi_strerror(-rc));
@@ -255,36 +356,26 @@ static void fabric_open(void)
     ofi.mr_virt = !!(mrm & FI_MR_VIRT_ADDR);
     ofi.mr_prov_key = !!(mrm & FI_MR_PROV_KEY);
     ofi.mr_endpoint = !!(mrm & FI_MR_ENDPOINT);
+    ofi.max_eps = ofi.mr_endpoint ? 1 : want_eps;       /* a registration binds one endpoint */
     ofi.next_key = 1;
     ofi.tx_size = fi->tx_attr->size ? fi->tx_attr->size : 64;
     ofi.fabric_id = hash_str(ofi.prov) ^ (uint32_t) fi->addr_format;
 
     OFI_TRY(fi_fabric(ofi.info->fabric_attr, &ofi.fabric, NULL), "fi_fabric");
     OFI_TRY(fi_domain(ofi.fabric, ofi.info, &ofi.domain, NULL), "fi_domain");
-    struct fi_cq_attr cq_attr = { 0 };
-    cq_attr.format = FI_CQ_FORMAT_DATA;
-    cq_attr.size = ofi.tx_size * 4;
-    OFI_TRY(fi_cq_open(ofi.domain, &cq_attr, &ofi.cq, NULL), "fi_cq_open");
     struct fi_av_attr av_attr = { 0 };
     av_attr.type = FI_AV_UNSPEC;
     OFI_TRY(fi_av_open(ofi.domain, &av_attr, &ofi.av, NULL), "fi_av_open");
-    OFI_TRY(fi_endpoint(ofi.domain, ofi.info, &ofi.ep, NULL), "fi_endpoint");
-    OFI_TRY(fi_ep_bind(ofi.ep, &ofi.av->fid, 0), "fi_ep_bind(av)");
-    OFI_TRY(fi_ep_bind(ofi.ep, &ofi.cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
-    OFI_TRY(fi_enable(ofi.ep), "fi_enable");
-    ofi.addrlen = sizeof(ofi.addr);
-    rc = fi_getname(&ofi.ep->fid, ofi.addr, &ofi.addrlen);
-    if (rc) {
-        snprintf(ofi.why, sizeof(ofi.why), "fi_getname: %s (an endpoint name longer than "
-                 "%d bytes does not fit the handshake)", fi_strerror(-rc), OFI_MAX_ADDR);
+    if (ep_open(0))
         goto fail;
-    }
+    MPL_atomic_release_store_int(&ofi.neps_up, 1);
     OFI_TRY(mr_register(ofi.mbox, sizeof(ofi.mbox), FI_WRITE | FI_REMOTE_WRITE, &ofi.mbox_mr,
                         &ofi.mbox_desc, &ofi.mbox_key, &dummy), "fi_mr_reg(mailbox)");
     __atomic_store_n(&ofi.state, OFI_UP, __ATOMIC_RELEASE);
     if (MPIR_CVAR_DEBUG_SUMMARY)
         fprintf(stderr, "[%d] partitioned engine: RDMA transport over libfabric provider "
-                "'%s' (fabric %s)\n", MPIR_Process.rank, ofi.prov, ofi.info->fabric_attr->name);
+                "'%s' (fabric %s, up to %d endpoints)\n", MPIR_Process.rank, ofi.prov,
+                ofi.info->fabric_attr->name, ofi.max_eps);
 
   fn_exit:
     if (info)
@@ -297,8 +388,25 @@ static void fabric_open(void)
     ofi.state = OFI_FAILED;
     if (MPIR_CVAR_DEBUG_SUMMARY)
         fprintf(stderr, "[%d] partitioned engine: RDMA transport over libfabric unavailable "
-                "(%s); operations use the tag transport\n", MPIR_Process.rank, ofi.why);
+                "(%s): operations that require it fail, the others use the tag transport\n",
+                MPIR_Process.rank, ofi.why);
     goto fn_exit;
+}
+
+/* Endpoints 0..n-1 open (opening the missing ones); how many are (fewer on failure). */
+static int eps_up(int n)
+{
+    if (n > ofi.max_eps)
+        n = ofi.max_eps;
+    if (MPL_atomic_acquire_load_int(&ofi.neps_up) >= n)
+        return n;
+    OFI_LOCK();
+    int up = MPL_atomic_relaxed_load_int(&ofi.neps_up);
+    while (up < n && ep_open(up) == 0)
+        up++;
+    MPL_atomic_release_store_int(&ofi.neps_up, up);
+    OFI_UNLOCK();
+    return up < n ? up : n;
 }
 
 /* Bring the fabric up once; 1 when it is up. */
@@ -328,17 +436,22 @@ int MPIDI_PART_ofi_require(void)
 void MPIDI_PART_ofi_finalize(void)
 {
     int err;
-    ofi_pend_t *p = ofi.pend_head;
-    while (p) {
-        ofi_pend_t *next = p->next;
-        MPL_free(p);
-        p = next;
+    for (int v = 0; v < OFI_MAX_EPS; v++) {
+        ofi_pend_t *p = ofi.eps[v].pend_head;
+        while (p) {
+            ofi_pend_t *next = p->next;
+            MPL_free(p);
+            p = next;
+        }
+        ofi.eps[v].pend_head = ofi.eps[v].pend_tail = NULL;
     }
     fabric_close();
     MPL_free(ofi.peers);
     MPL_free(ofi.slots);
     MPL_free(ofi.freeq);
     MPID_Thread_mutex_destroy(&ofi.lock, &err);
+    for (int v = 0; v < OFI_MAX_EPS; v++)
+        MPID_Thread_mutex_destroy(&ofi.eps[v].lock, &err);
     ofi.state = OFI_DOWN;
 }
 
@@ -444,6 +557,8 @@ void MPIDI_PART_ofi_release(MPIDI_PART_op_t * op)
     }
     MPL_free(o->wctx);
     MPL_free(o->tosend);
+    MPL_free(o->msg_ep);
+    MPL_free(o->peer_fa_ep);
     MPL_free(o);
 }
 
@@ -470,9 +585,11 @@ int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
     x->slot = op->ofi->slot;
     x->mbox_addr = ofi.mr_virt ? (uint64_t) (uintptr_t) & ofi.mbox[0] : 0;
     x->mbox_key = ofi.mbox_key;
-    x->addrlen = (uint32_t) ofi.addrlen;
-    memcpy(x->addr, ofi.addr, ofi.addrlen);
-    rts->ext_len = (int32_t) (offsetof(ofi_rts_ext_t, addr) + ofi.addrlen);
+    x->neps = (uint32_t) ofi.max_eps;
+    x->pad = 0;
+    x->addrlen = (uint32_t) ofi.eps[0].addrlen;
+    memcpy(x->addr, ofi.eps[0].addr, ofi.eps[0].addrlen);
+    rts->ext_len = (int32_t) (offsetof(ofi_rts_ext_t, addr) + ofi.eps[0].addrlen);
     return MPI_SUCCESS;
 }
 
@@ -502,8 +619,14 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
     return err;
 }
 
-/* Post one write (ofi lock held): -FI_EAGAIN when the endpoint is full. */
-static ssize_t post_data(MPIDI_PART_op_t * op, int m)
+/* The endpoint message m travels through (-1: the credit, endpoint 0). */
+static inline int msg_ep(const MPIDI_PART_ofiop_t * o, int m)
+{
+    return (m >= 0 && o->msg_ep) ? o->msg_ep[m] : 0;
+}
+
+/* Post one write (its endpoint's lock held): -FI_EAGAIN when the endpoint is full. */
+static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int m)
 {
     MPIDI_PART_ofiop_t *o = op->ofi;
     int32_t first, nparts;
@@ -517,13 +640,16 @@ static ssize_t post_data(MPIDI_PART_op_t * op, int m)
     MPIDI_PART_imm_encode(MPIDI_PART_IMM_DATA, o->peer_slot, (uint32_t) m, &imm);
     o->wctx[m].op = op;
     o->wctx[m].m = m;
-    return fi_writedata(ofi.ep, op->buf + off, (size_t) len, o->desc, imm, o->peer_fa,
+    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 1))
+        return -FI_EIO;         /* testing aid: the provider refused the write */
+    return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
+                        o->peer_fa_ep ? o->peer_fa_ep[msg_ep(o, m)] : o->peer_fa,
                         o->raddr + (uint64_t) off, o->rkey, &o->wctx[m].fctx);
 }
 
 /* A credit's context lives until its completion is read (the receiver may have freed
  * its operation by then). */
-static ssize_t post_credit(MPIDI_PART_op_t * op, uint32_t iter)
+static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
 {
     MPIDI_PART_ofiop_t *o = op->ofi;
     uint32_t imm;
@@ -533,16 +659,16 @@ static ssize_t post_credit(MPIDI_PART_op_t * op, uint32_t iter)
     c->m = -1;
     MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, o->peer_slot,
                           iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
-    ssize_t rc = fi_writedata(ofi.ep, &ofi.mbox[1], sizeof(uint64_t), ofi.mbox_desc, imm,
+    ssize_t rc = fi_writedata(e->ep, &ofi.mbox[1], sizeof(uint64_t), ofi.mbox_desc, imm,
                               o->peer_fa, o->raddr, o->rkey, &c->fctx);
     if (rc)
         MPL_free(c);
     return rc;
 }
 
-static ssize_t post(ofi_pend_t * p)
+static ssize_t post(ofi_ep_t * e, ofi_pend_t * p)
 {
-    return p->m >= 0 ? post_data(p->op, p->m) : post_credit(p->op, p->iter);
+    return p->m >= 0 ? post_data(e, p->op, p->m) : post_credit(e, p->op, p->iter);
 }
 
 /* Post or queue one write (no lock held). A queue that is full defers; an error fails
@@ -550,33 +676,33 @@ static ssize_t post(ofi_pend_t * p)
 static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 {
     ofi_pend_t one = {.next = NULL,.op = op,.m = m,.iter = iter };
+    ofi_ep_t *e = &ofi.eps[msg_ep(op->ofi, m)];
     ssize_t rc = -FI_EAGAIN;
 
-    OFI_LOCK();
-    if (ofi.pend_head == NULL && ofi.tx_out < ofi.tx_size)
-        rc = post(&one);
+    EP_LOCK(e);
+    if (e->pend_head == NULL && e->tx_out < ofi.tx_size)
+        rc = post(e, &one);
     if (rc == 0) {
-        ofi.tx_out++;
+        e->tx_out++;
     } else if (rc == -FI_EAGAIN) {
         ofi_pend_t *p = MPL_malloc(sizeof(*p), MPL_MEM_OTHER);
         if (p) {
             *p = one;
-            if (ofi.pend_tail)
-                ofi.pend_tail->next = p;
+            if (e->pend_tail)
+                e->pend_tail->next = p;
             else
-                ofi.pend_head = p;
-            ofi.pend_tail = p;
+                e->pend_head = p;
+            e->pend_tail = p;
             MPIDI_PART_PVAR_ADD(OFI_DEFERRED, 1);
             rc = 0;
         } else {
             rc = -FI_ENOMEM;
         }
     }
-    OFI_UNLOCK();
+    EP_UNLOCK(e);
     if (rc == 0)
         return MPI_SUCCESS;
-    int err = op_error(op, m >= 0 ? "fi_writedata" : "fi_writedata(credit)",
-                       fi_strerror((int) -rc));
+    op_error(op, m >= 0 ? "fi_writedata" : "fi_writedata(credit)", fi_strerror((int) -rc));
     if (m >= 0) {
         MPIDI_PART_msg_done(op, m);     /* the iteration completes with the error */
     } else {
@@ -584,7 +710,6 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
         for (int i = 0; i < op->st.nmsgs; i++)
             MPIDI_PART_msg_done(op, i);
     }
-    (void) err;
     return MPI_SUCCESS;
 }
 
@@ -631,6 +756,8 @@ static int resolve(uint32_t imm, ofi_event_t * ev)
             MPIDI_PART_st_is_running(&op->st) && !MPIDI_PART_st_is_armed(&op->st) &&
             o->credited >= op->st.iter)
             nsend = MPIDI_PART_st_arm(&op->st, o->tosend);
+        if (nsend > 0 && op->st.iter == 1)
+            MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);    /* waited for the answer */
         ev->m = -1 - nsend;
         return nsend > 0;
     }
@@ -639,7 +766,8 @@ static int resolve(uint32_t imm, ofi_event_t * ev)
         MPIDI_PART_st_is_running(&op->st) && ev->m < op->st.nmsgs;
 }
 
-int MPIDI_PART_ofi_progress(void)
+/* Read one endpoint's completion queue and post the writes that waited for room. */
+static int ep_progress(ofi_ep_t * e)
 {
     int mpi_errno = MPI_SUCCESS;
     struct fi_cq_data_entry cqe[OFI_CQ_BATCH];
@@ -647,27 +775,26 @@ int MPIDI_PART_ofi_progress(void)
     int nremote = 0, nev = 0;
     uint32_t imms[OFI_CQ_BATCH];
 
-    if (ofi.state != OFI_UP)
-        return MPI_SUCCESS;
-    if (MPL_atomic_cas_int(&ofi.draining, 0, 1) != 0)
-        return MPI_SUCCESS;     /* another thread reads the queue */
+    if (MPL_atomic_cas_int(&e->draining, 0, 1) != 0)
+        return MPI_SUCCESS;     /* another thread reads this queue */
 
-    OFI_LOCK();
-    ssize_t n = fi_cq_read(ofi.cq, cqe, OFI_CQ_BATCH);
+    EP_LOCK(e);
+    ssize_t n = fi_cq_read(e->cq, cqe, OFI_CQ_BATCH);
     if (n == -FI_EAVAIL) {
-        struct fi_cq_err_entry e;
-        memset(&e, 0, sizeof(e));
-        if (fi_cq_readerr(ofi.cq, &e, 0) == 1) {
-            const char *detail = fi_cq_strerror(ofi.cq, e.prov_errno, e.err_data, NULL, 0);
-            ofi_wctx_t *w = e.op_context;
-            if (!(e.flags & FI_REMOTE_WRITE) && w) {
-                ofi.tx_out--;
+        struct fi_cq_err_entry err;
+        memset(&err, 0, sizeof(err));
+        if (fi_cq_readerr(e->cq, &err, 0) == 1) {
+            const char *detail = fi_cq_strerror(e->cq, err.prov_errno, err.err_data, NULL, 0);
+            ofi_wctx_t *w = err.op_context;
+            if (!(err.flags & FI_REMOTE_WRITE) && w) {
+                e->tx_out--;
                 if (w->op) {
                     ev[nev].op = w->op;
                     ev[nev].m = w->m;
                     ev[nev].low = 0;
                     nev++;
-                    op_error(w->op, fi_strerror(e.err), detail ? detail : "");
+                    op_error(w->op, "a write's completion",
+                             detail ? detail : fi_strerror(err.err));
                 } else {
                     MPL_free(w);        /* a credit that failed: its receiver hangs on; */
                     /* the sender's side reports the broken connection */
@@ -681,7 +808,7 @@ int MPIDI_PART_ofi_progress(void)
             imms[nremote++] = (uint32_t) cqe[i].data;
         } else {
             ofi_wctx_t *w = cqe[i].op_context;
-            ofi.tx_out--;
+            e->tx_out--;
             if (w && w->op) {
                 ev[nev].op = w->op;
                 ev[nev].m = w->m;
@@ -693,16 +820,16 @@ int MPIDI_PART_ofi_progress(void)
         }
     }
     /* writes that waited for room */
-    while (ofi.pend_head && ofi.tx_out < ofi.tx_size) {
-        ofi_pend_t *p = ofi.pend_head;
-        ssize_t rc = post(p);
+    while (e->pend_head && e->tx_out < ofi.tx_size) {
+        ofi_pend_t *p = e->pend_head;
+        ssize_t rc = post(e, p);
         if (rc == -FI_EAGAIN)
             break;
-        ofi.pend_head = p->next;
-        if (ofi.pend_head == NULL)
-            ofi.pend_tail = NULL;
+        e->pend_head = p->next;
+        if (e->pend_head == NULL)
+            e->pend_tail = NULL;
         if (rc == 0) {
-            ofi.tx_out++;
+            e->tx_out++;
         } else {
             op_error(p->op, "fi_writedata", fi_strerror((int) -rc));
             if (p->m >= 0 && nev < OFI_CQ_BATCH) {
@@ -714,7 +841,7 @@ int MPIDI_PART_ofi_progress(void)
         }
         MPL_free(p);
     }
-    OFI_UNLOCK();
+    EP_UNLOCK(e);
 
     /* local completions: the sender's message m is done (its buffer is free again) */
     for (int i = 0; i < nev; i++)
@@ -739,11 +866,64 @@ int MPIDI_PART_ofi_progress(void)
             }
         }
     }
-    MPL_atomic_release_store_int(&ofi.draining, 0);
+    MPL_atomic_release_store_int(&e->draining, 0);
+    return mpi_errno;
+}
+
+/* Every open endpoint's completion queue (the progress hook). */
+int MPIDI_PART_ofi_progress(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    if (__atomic_load_n(&ofi.state, __ATOMIC_ACQUIRE) != OFI_UP)
+        return MPI_SUCCESS;
+    int n = MPL_atomic_acquire_load_int(&ofi.neps_up);
+    for (int v = 0; v < n; v++) {
+        int err = ep_progress(&ofi.eps[v]);
+        if (err && mpi_errno == MPI_SUCCESS)
+            mpi_errno = err;
+    }
     return mpi_errno;
 }
 
 /* ---- plan -------------------------------------------------------------------------------- */
+
+/* Bytes of endpoint names a PLAN can carry: the ext field, and what the active message
+ * of the handshake can carry on this build's netmod and shared memory. */
+static size_t names_room(void)
+{
+    MPI_Aint room = (MPI_Aint) sizeof(((ofi_plan_ext_t *) 0)->names);
+    MPI_Aint fixed = (MPI_Aint) (offsetof(MPIDI_PART_hdr_t, ext) +
+                                 offsetof(ofi_plan_ext_t, names));
+    MPI_Aint nm = MPIDI_NM_am_hdr_max_sz() - fixed;
+    if (nm < room)
+        room = nm;
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+    MPI_Aint shm = MPIDI_SHM_am_hdr_max_sz() - fixed;
+    if (shm < room)
+        room = shm;
+#endif
+    return room > 0 ? (size_t) room : 0;
+}
+
+/* Spread op's n messages over neps endpoints as the tag transport spreads them over VCIs
+ * (MPIDI_PART_plan_vci); the same on both sides. */
+static int map_messages(MPIDI_PART_op_t * op, int n, int neps, int parts, int ppt)
+{
+    MPIDI_PART_ofiop_t *o = op->ofi;
+    o->neps = neps;
+    op->spread = 0;
+    if (neps <= 1)
+        return MPI_SUCCESS;
+    o->msg_ep = MPL_malloc(n, MPL_MEM_OTHER);
+    if (o->msg_ep == NULL)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**nomem", 0);
+    for (int m = 0; m < n; m++) {
+        o->msg_ep[m] = (uint8_t) MPIDI_PART_plan_vci(&op->st.plan, parts, m, neps, ppt);
+        op->spread += (o->msg_ep[m] != 0);
+    }
+    return MPI_SUCCESS;
+}
 
 static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
 {
@@ -751,7 +931,7 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     const ofi_rts_ext_t *x = (const ofi_rts_ext_t *) op->rts_ext;
     ofi_plan_ext_t *px = (ofi_plan_ext_t *) plan->ext;
     uint64_t raddr = 0;
-    int rc;
+    int rc, n = plan->plan.nmsgs;
 
     MPL_COMPILE_TIME_ASSERT(sizeof(ofi_plan_ext_t) <= MPIDI_PART_EXT_MAX);
     if (!ofiop_create(op))
@@ -761,6 +941,28 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     o->peer_slot = x->slot;
     o->raddr = x->mbox_addr;
     o->rkey = x->mbox_key;
+
+    /* endpoints: one per VCI the messages are spread over (as the tag transport would
+     * spread them), never more than the sender has, nor names than the PLAN carries */
+    int neps = eps_up(MPIDI_PART_vci_count(op->comm, n, x->neps >= 1 ? (int) x->neps : 1));
+    size_t room = names_room(), used = 0;
+    int named = 0;
+    while (named < neps && used + 2 + ofi.eps[named].addrlen <= room) {
+        uint16_t len = (uint16_t) ofi.eps[named].addrlen;
+        memcpy(px->names + used, &len, 2);
+        memcpy(px->names + used + 2, ofi.eps[named].addr, len);
+        used += 2 + len;
+        named++;
+    }
+    MPIR_ERR_CHKANDJUMP1(named < 1, mpi_errno, MPI_ERR_OTHER, "**partofiop", "**partofiop %s",
+                         "the endpoint name does not fit the plan message");
+    px->neps = named;
+    px->vci_parts = op->peer_thread_parts > 0 ? op->peer_partitions : op->partitions;
+    px->vci_ppt = op->peer_thread_parts > 0 ? op->peer_thread_parts : op->thread_parts;
+    px->names_len = (uint32_t) used;
+    mpi_errno = map_messages(op, n, named, px->vci_parts, px->vci_ppt);
+    MPIR_ERR_CHECK(mpi_errno);
+
     OFI_LOCK();
     o->peer_fa = peer_addr(x->addr, x->addrlen);
     rc = mr_register(op->buf, (size_t) op->total_bytes, FI_REMOTE_WRITE | FI_WRITE, &o->mr,
@@ -775,10 +977,7 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     px->magic = OFI_EXT_MAGIC;
     px->slot = o->slot;
     px->raddr = raddr;
-    px->addrlen = (uint32_t) ofi.addrlen;
-    px->pad = 0;
-    memcpy(px->addr, ofi.addr, ofi.addrlen);
-    plan->ext_len = (int32_t) (offsetof(ofi_plan_ext_t, addr) + ofi.addrlen);
+    plan->ext_len = (int32_t) (offsetof(ofi_plan_ext_t, names) + used);
 
   fn_exit:
     return mpi_errno;
@@ -792,32 +991,59 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_ofiop_t *o = op->ofi;
     ofi_plan_ext_t px;
-    int n = plan->plan.nmsgs, rc = 0;
+    int n = plan->plan.nmsgs, rc = 0, bad = 0;
+    size_t at = 0;
 
-    MPIR_ERR_CHKANDJUMP2(o == NULL || plan->ext_len < (int) offsetof(ofi_plan_ext_t, addr) ||
-                         n > (int) MPIDI_PART_IMM_MSGS, mpi_errno, MPI_ERR_OTHER,
-                         "**partbadplan", "**partbadplan %d %d", plan->transport, n);
+    MPIR_ERR_CHKANDJUMP2(o == NULL || plan->ext_len < (int) offsetof(ofi_plan_ext_t, names) ||
+                         plan->ext_len > (int) sizeof(px) || n > (int) MPIDI_PART_IMM_MSGS,
+                         mpi_errno, MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
+                         plan->transport, n);
     memcpy(&px, plan->ext, plan->ext_len);
-    MPIR_ERR_CHKANDJUMP2(px.magic != OFI_EXT_MAGIC || px.addrlen > OFI_MAX_ADDR ||
-                         plan->ext_len < (int) (offsetof(ofi_plan_ext_t, addr) + px.addrlen) ||
-                         px.slot >= MPIDI_PART_IMM_SLOTS, mpi_errno, MPI_ERR_OTHER,
-                         "**partbadplan", "**partbadplan %d %d", plan->transport, n);
+    /* the receiver never plans more endpoints than we announced */
+    MPIR_ERR_CHKANDJUMP2(px.magic != OFI_EXT_MAGIC || px.slot >= MPIDI_PART_IMM_SLOTS ||
+                         px.neps < 1 || px.neps > ofi.max_eps || px.vci_parts < 1 ||
+                         px.vci_ppt < 0 ||
+                         plan->ext_len != (int) (offsetof(ofi_plan_ext_t, names) + px.names_len),
+                         mpi_errno, MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
+                         plan->transport, n);
     o->wctx = MPL_calloc(n, sizeof(ofi_wctx_t), MPL_MEM_OTHER);
     o->tosend = MPL_malloc(n * sizeof(int32_t), MPL_MEM_OTHER);
-    MPIR_ERR_CHKANDJUMP(o->wctx == NULL || o->tosend == NULL, mpi_errno, MPI_ERR_OTHER,
-                        "**nomem");
+    o->peer_fa_ep = MPL_malloc(px.neps * sizeof(fi_addr_t), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(o->wctx == NULL || o->tosend == NULL || o->peer_fa_ep == NULL,
+                        mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP1(eps_up(px.neps) < px.neps, mpi_errno, MPI_ERR_OTHER, "**partofiop",
+                         "**partofiop %s", ofi.why);
+    mpi_errno = map_messages(op, n, px.neps, px.vci_parts, px.vci_ppt);
+    MPIR_ERR_CHECK(mpi_errno);
     o->peer_slot = px.slot;
     o->raddr = px.raddr;
     o->rkey = px.rkey;
     OFI_LOCK();
-    o->peer_fa = peer_addr(px.addr, px.addrlen);
-    if (ofi.mr_local) {
+    for (int v = 0; v < px.neps && !bad; v++) {
+        uint16_t len;
+        if (at + 2 > px.names_len) {
+            bad = 1;
+            break;
+        }
+        memcpy(&len, px.names + at, 2);
+        if (len > OFI_MAX_ADDR || at + 2 + len > px.names_len) {
+            bad = 1;
+            break;
+        }
+        o->peer_fa_ep[v] = peer_addr(px.names + at + 2, len);
+        bad = (o->peer_fa_ep[v] == FI_ADDR_NOTAVAIL) ? 2 : 0;
+        at += 2 + len;
+    }
+    o->peer_fa = o->peer_fa_ep[0];
+    if (!bad && ofi.mr_local) {
         uint64_t key, ra;
         rc = mr_register(op->buf, (size_t) op->total_bytes, FI_WRITE, &o->mr, &o->desc, &key,
                          &ra);
     }
     OFI_UNLOCK();
-    MPIR_ERR_CHKANDJUMP1(o->peer_fa == FI_ADDR_NOTAVAIL, mpi_errno, MPI_ERR_OTHER,
+    MPIR_ERR_CHKANDJUMP2(bad == 1, mpi_errno, MPI_ERR_OTHER, "**partbadplan",
+                         "**partbadplan %d %d", plan->transport, n);
+    MPIR_ERR_CHKANDJUMP1(bad == 2, mpi_errno, MPI_ERR_OTHER,
                          "**partofiop", "**partofiop %s", "fi_av_insert of the receiver failed");
     MPIR_ERR_CHKANDJUMP1(rc, mpi_errno, MPI_ERR_OTHER, "**partofiop", "**partofiop %s",
                          fi_strerror(-rc));
@@ -853,9 +1079,20 @@ static void ofi_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
     /* completions come from the queue (MPIDI_PART_ofi_progress), not per operation */
 }
 
+/* MPI_Parrived found message m not done: read the completion queue of its endpoint; if
+ * that did not bring it, also endpoint 0 (credits that release other operations' writes),
+ * VCI 0 (the handshake's active messages arrive there) and the engine's handshake work,
+ * so that a thread that only polls MPI_Parrived still moves every other operation. */
 static int ofi_progress_msg(MPIDI_PART_op_t * op, int m)
 {
-    int mpi_errno = MPIDI_PART_ofi_progress();
+    int v = msg_ep(op->ofi, m);
+    int mpi_errno = ep_progress(&ofi.eps[v]);
+    if (mpi_errno || MPIDI_PART_st_msg_is_done(&op->st, m))
+        return mpi_errno;
+    if (v != 0)
+        mpi_errno = ep_progress(&ofi.eps[0]);
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_PART_vci_progress(1);
     if (mpi_errno == MPI_SUCCESS &&
         (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
         mpi_errno = MPIDI_PART_handshake();
