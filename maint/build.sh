@@ -32,7 +32,10 @@ phase() { echo "$1 $(( $(date +%s) - t_start ))" >> "$BUILD_DIR/.part-phases"; }
 
 # ---- Debian packages -------------------------------------------------------------------
 debs="build-essential g++ autoconf automake libtool python3 perl patch xz-utils pkg-config \
-libucx-dev libhwloc-dev libibverbs-dev ccache cmake libgtest-dev libfabric-dev libfabric-bin"
+libucx-dev libhwloc-dev libibverbs-dev ccache cmake libgtest-dev libfabric-dev libfabric-bin \
+ibverbs-utils iproute2 util-linux"
+# ibverbs-utils: Debian's unmodified ibv_rc_pingpong, run on the verbs emulator by the tests
+# (test/verbs-emu); iproute2, util-linux: the two-host harness (maint/twohost: ip netns, unshare)
 # libfabric: the RDMA transport (--enable-part-ofi, auto) in every build; libfabric.pc lists
 # its providers' libraries as private link dependencies, needed when ch4:ofi links it
 case "$args" in
