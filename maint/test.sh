@@ -2,15 +2,18 @@
 # maint/test.sh: run every test of this project against the installed MPICH.
 #
 #   1. builds and installs first (maint/build.sh: incremental, installs missing packages)
-#   2. GoogleTest unit tests of the engine's pure logic (unittest/, CTest)
+#   2. GoogleTest unit tests of the engine's pure logic (unittest/, CTest); the verbs
+#      emulator's own tests (test/verbs-emu/run-tests.sh, with Debian's ibv_rc_pingpong)
 #   3. MPICH's test suite directories part/ and threads/part/ (testlist, testlist.dtp with the
 #      datatype-pool pingping tests, and testlist.cvar with this project's engine tests)
 #      through MPICH's runtests: once as is (shared memory between the two ranks), once with
 #      MPIR_CVAR_NOLOCAL=1 (every message through the network module), then twice with the
 #      RDMA transport forced (MPIR_CVAR_PART_TRANSPORT=ofi) over libfabric's shm and
 #      tcp;ofi_rxm providers
-#   4. the demo, which verifies its data
-#   5. a smoke run of the benchmark suite (bench/run.sh --smoke: our MPICH, a few sizes, data
+#   4. two hosts: network namespaces joined by a veth pair, hydra launching across them
+#      (maint/twohost/run-tests.sh; reported as skipped where namespaces cannot be made)
+#   5. the demo, which verifies its data
+#   6. a smoke run of the benchmark suite (bench/run.sh --smoke: our MPICH, a few sizes, data
 #      verified), so that the suite cannot rot
 # Writes TAP and JUnit files into _results/ and prints "N passed, M failed"; exits non-zero
 # on any failure.
@@ -39,6 +42,7 @@ mkdir -p "$RESULTS"
 passed=0
 failed=0
 failures=""
+skipped_groups=""
 record() {      # record NAME PASSED FAILED
     passed=$((passed + $2))
     failed=$((failed + $3))
@@ -61,6 +65,15 @@ else
     tail -20 "$RESULTS/unittest-build.log"
     record unittest-build 0 1
 fi
+
+# ---- the verbs emulator (test/verbs-emu: a test-only libibverbs.so.1) -------------------
+step "verbs emulator (test/verbs-emu/run-tests.sh: its own checks and Debian's ibv_rc_pingpong)"
+"$top/test/verbs-emu/run-tests.sh" > "$RESULTS/verbs-emu.log" 2>&1 || true
+set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/verbs-emu.log" | tail -1)
+[ $# -eq 2 ] || { tail -20 "$RESULTS/verbs-emu.log"; set -- 0 1; }
+echo "    $1 passed, $2 failed"
+grep '^not ok' "$RESULTS/verbs-emu.log" | head -20 || true
+record verbs-emu "$1" "$2"
 
 # ---- MPICH's partitioned test directories -----------------------------------------------
 tsrc=$top/_src/mpich-$BASE_VERSION/test/mpi
@@ -106,6 +119,21 @@ for mode in $TEST_MODES; do
     record "part-$mode" "$1" "$2"
 done
 
+# ---- two hosts (maint/twohost: network namespaces joined by a veth, hydra across them) ----
+step "two hosts (maint/twohost/run-tests.sh: UCX over TCP and the RDMA transport over tcp;ofi_rxm)"
+rc=0
+"$top/maint/twohost/run-tests.sh" > "$RESULTS/twohost.log" 2>&1 || rc=$?
+if [ $rc -eq 77 ]; then
+    echo "    SKIPPED: $(grep -m1 'SKIP' "$RESULTS/twohost.log")"
+    skipped_groups="$skipped_groups twohost"
+else
+    set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/twohost.log" | tail -1)
+    [ $# -eq 2 ] || { tail -20 "$RESULTS/twohost.log"; set -- 0 1; }
+    echo "    $1 passed, $2 failed"
+    grep '^not ok\|retried' "$RESULTS/twohost.log" | head -20 || true
+    record twohost "$1" "$2"
+fi
+
 # ---- the demo ---------------------------------------------------------------------------
 step "demo (2 ranks, verifies every byte)"
 if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -pthread -o "$BUILD_DIR/part_demo" \
@@ -129,5 +157,6 @@ fi
 
 step "all tests done after $(elapsed); results in $RESULTS/"
 [ -z "$failures" ] || echo "failed groups:$failures"
+[ -z "$skipped_groups" ] || echo "skipped groups (see above why):$skipped_groups"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
