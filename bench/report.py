@@ -195,19 +195,24 @@ def target_values(d):
     return out
 
 
-def ucx_transports(meta_text):
-    """(lib, config) -> the ucx_transports lines run.sh appended to meta.txt"""
+def meta_values(meta_text, field):
+    """(lib, config) -> the distinct values of the meta.txt lines 'FIELD...: value'"""
     out = defaultdict(list)
     key = None
     for line in meta_text.splitlines():
         if line.startswith("["):
             parts = line.strip("[]").split()
             key = (parts[0], parts[1] if len(parts) > 1 else "")
-        elif line.startswith("ucx_transports") and key:
+        elif line.startswith(field) and key:
             v = line.split(":", 1)[1].strip()
             if v not in out[key]:
                 out[key].append(v)
     return out
+
+
+def ucx_transports(meta_text):
+    """(lib, config) -> the ucx_transports lines run.sh appended to meta.txt"""
+    return meta_values(meta_text, "ucx_transports")
 
 
 def eta_model(n, theta, gamma_us_per_mb, beta_bytes_per_s):
@@ -231,6 +236,87 @@ def earlybird_points(d, lib, variant="part", config="earlybird"):
                     r["theta"]))
     pts.sort()
     return pts
+
+
+# The transport dimension (run.sh: rdma_shm, rdma_tcp): our library with
+# MPIR_CVAR_PART_TRANSPORT=ofi over a libfabric provider, next to the tag-transport
+# configuration of the same geometry. (RDMA config prefix, fabric, tag config prefixes tried in
+# order: rdma-shm-4x32 -> pipe-4x32, rdma-shm-earlybird -> earlybird, rdma-tcp-1x1 -> tcp-1x1)
+TRANSPORT_FAMILIES = [("rdma-shm-", "shm", ("pipe-", "")), ("rdma-tcp-", "tcp", ("tcp-",))]
+POINT_KEY = ("gamma_us_per_MB", "noise_model", "noise_pct", "compute_us", "bytes")
+
+
+def transport_pairs(d):
+    """([(fabric, tag config, RDMA config)] whose configurations both have 'part' rows of ours
+    with the same pattern, threads and theta; [RDMA configs without such a counterpart])"""
+    def geom(cfg):
+        return {(r["pattern"], r["threads"], r["theta"])
+                for r in d.get(config=cfg, lib="ours", variant="part")}
+    pairs, alone = [], []
+    for cfg in sorted({r["config"] for r in d.rows if r["lib"] == "ours"}):
+        fam = next((f for f in TRANSPORT_FAMILIES if cfg.startswith(f[0])), None)
+        if not fam or not geom(cfg):
+            continue
+        rest = cfg[len(fam[0]):]
+        tag = next((p + rest for p in fam[2] if geom(p + rest) == geom(cfg)), None)
+        if tag:
+            pairs.append((fam[1], tag, cfg))
+        else:
+            alone.append(cfg)
+    order = {f[1]: i for i, f in enumerate(TRANSPORT_FAMILIES)}
+
+    def sort_key(p):
+        r = d.one(config=p[1], lib="ours", variant="part")
+        return order[p[0]], r["pattern"] != "pipelined", r["pattern"], r["threads"], \
+            r["theta"], p[1]
+    pairs.sort(key=sort_key)
+    return pairs, alone
+
+
+def rdma_note(cfg):
+    """' (rdma-shm-...)' for a configuration of the RDMA transport, else ''"""
+    return " (%s)" % cfg if any(cfg.startswith(f[0]) for f in TRANSPORT_FAMILIES) else ""
+
+
+def setting_label(r):
+    """the delay/noise setting of a row, '' for none"""
+    s = []
+    if r["gamma_us_per_MB"] > 0:
+        s.append("gamma %g us/MB" % r["gamma_us_per_MB"])
+    if r["compute_us"] > 0:
+        s.append("compute %g us" % r["compute_us"])
+    if r["noise_model"] != "none":
+        s.append("noise %s %g%%" % (r["noise_model"], r["noise_pct"]))
+    return ", ".join(s)
+
+
+def transport_points(d):
+    """one dict per (pair, setting, size) that has a 'part' row of ours in either
+    configuration: fabric, tag, rdma (configs), geometry, setting, bytes, the rows to (ours tag),
+    ro (ours RDMA), ts / rs (stock in the tag / RDMA launch) and the ratios (v, h) or None
+    tag_stock, rdma_stock, rdma_tag. A ratio to stock uses the stock row of its own launch
+    (ours and stock alternate launch by launch), else the other launch's."""
+    out = []
+    for fabric, tag, rdma in transport_pairs(d)[0]:
+        keys = sorted({tuple(r[k] for k in POINT_KEY)
+                       for c in (tag, rdma) for r in d.get(config=c, lib="ours", variant="part")})
+        for key in keys:
+            sel = dict(zip(POINT_KEY, key), variant="part")
+            p = dict(fabric=fabric, tag=tag, rdma=rdma, bytes=sel["bytes"],
+                     to=d.one(config=tag, lib="ours", **sel),
+                     ro=d.one(config=rdma, lib="ours", **sel),
+                     ts=d.one(config=tag, lib="stock", **sel),
+                     rs=d.one(config=rdma, lib="stock", **sel))
+            r0 = p["to"] or p["ro"]
+            p["geometry"] = "%s %dx%d" % (r0["pattern"], r0["threads"], r0["theta"])
+            p["setting"] = setting_label(r0)
+            p["st_tag"] = p["ts"] or p["rs"]
+            p["st_rdma"] = p["rs"] or p["ts"]
+            p["tag_stock"] = ratio(p["to"], p["st_tag"])
+            p["rdma_stock"] = ratio(p["ro"], p["st_rdma"])
+            p["rdma_tag"] = ratio(p["ro"], p["to"])
+            out.append(p)
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -429,6 +515,44 @@ def plot_all(d, outdir):
         fig.savefig(p, dpi=110)
         plt.close(fig)
         made.append(p)
+
+    # transports: T(part)/T_stock(part) of the tag and the RDMA transport, per pair and setting
+    lines = defaultdict(list)
+    for pt in transport_points(d):
+        for tr, key, row in (("tag", "tag_stock", "to"), ("RDMA", "rdma_stock", "ro")):
+            if pt[key]:
+                lines[(pt["fabric"], pt["geometry"], pt["setting"], pt["tag"], pt["rdma"])].append(
+                    (tr, pt["bytes"], pt[key], pt[row]["config"]))
+    if lines:
+        fig, ax = plt.subplots(figsize=(13, 6))
+        cmap = plt.get_cmap("tab10" if len(lines) <= 10 else "tab20")
+        for i, (k, pts) in enumerate(lines.items()):
+            fabric, geometry, setting = k[:3]
+            for tr, style in (("tag", "-o"), ("RDMA", "--s")):
+                q = sorted((b, v) for t, b, v, _ in pts if t == tr)
+                if not q:
+                    continue
+                cfg = next(c for t, _, _, c in pts if t == tr)
+                ax.errorbar([b for b, _ in q], [v[0] for _, v in q],
+                            yerr=[min(v[1], 0.95 * v[0]) for _, v in q], fmt=style,
+                            color=cmap(i % cmap.N), ms=4, capsize=2,
+                            label="%s %s: %s%s" % (tr, fabric, cfg,
+                                                   ", " + setting if setting else ""))
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("total bytes per iteration")
+        ax.set_ylabel("T_ours(part) / T_stock(part)")
+        ax.set_title("transports of our library vs stock MPICH 4.0.2 (variant part; < 1: ours "
+                     "faster)\nsolid: tag transport, dashed: RDMA over libfabric (shm or "
+                     "tcp;ofi_rxm); bars: 95% interval", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.tight_layout()
+        p = os.path.join(outdir, "transports.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        made.append(p)
     return made
 
 
@@ -564,18 +688,19 @@ def summary(d, meta_text, args, plots):
             ps = d.one(config=cfg, lib="stock", variant="part", bytes=4 << 20,
                        gamma_us_per_MB=g)
             th = po or ps
-            w("| early-bird, %d threads x %d, 4 MiB, gamma %g us/MB: T(p2p-single) / T(part) "
+            w("| early-bird%s, %d threads x %d, 4 MiB, gamma %g us/MB: T(p2p-single) / T(part) "
               "vs model | %s | %s | %s [T_ours(part) / T_stock(part)] | |"
-              % (th["threads"], th["theta"], g, cell(cells["ours"]), cell(cells["stock"]),
-                 frm(po, ps)))
+              % (rdma_note(cfg), th["threads"], th["theta"], g, cell(cells["ours"]),
+                 cell(cells["stock"]), frm(po, ps)))
     # overhead
     for r in sorted(d.get(pattern="overhead", lib="ours", variant="part", bytes=1 << 20),
                     key=lambda r: (r["config"], r["noise_model"], r["noise_pct"])):
         sel = dict(config=r["config"], bytes=r["bytes"], noise_model=r["noise_model"],
                    noise_pct=r["noise_pct"], compute_us=r["compute_us"])
-        vals = pair_row("overhead, %d threads, 1 MiB, compute %g us, noise %s %g%%: "
+        vals = pair_row("overhead%s, %d threads, 1 MiB, compute %g us, noise %s %g%%: "
                         "T(part) / T(p2p-single)"
-                        % (r["threads"], r["compute_us"], r["noise_model"], r["noise_pct"]),
+                        % (rdma_note(r["config"]), r["threads"], r["compute_us"],
+                           r["noise_model"], r["noise_pct"]),
                         lambda lib: dict(variant="part", **sel),
                         lambda lib: dict(variant="p2p-single", **sel))
     # halo
@@ -802,6 +927,45 @@ def summary(d, meta_text, args, plots):
                   % (cfg, human(r0["part_bytes"]), human(b), ft(po), ft(ps), frm(po, ps),
                      frm(so, ss), frm(po, so), frm(ps, ss)))
         w("")
+
+    tpairs, talone = transport_pairs(d)
+    if tpairs or talone:
+        w("## Transports (tag over UCX, RDMA over libfabric shm, RDMA over libfabric "
+          "tcp;ofi_rxm, stock)\n")
+        w("Variant `part`. tag: our library with its tag transport (`pipe-*`, `earlybird`, "
+          "`overhead-*`: MPICH's shared memory; `tcp-*`: UCX over TCP); RDMA: our library with "
+          "`MPIR_CVAR_PART_TRANSPORT=ofi` over libfabric's `shm` provider (`rdma-shm-*`) or "
+          "`tcp;ofi_rxm` (`rdma-tcp-*`, with `MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self` like "
+          "`tcp-*`); stock: stock MPICH 4.0.2, which ignores the RDMA CVARs. A ratio to stock "
+          "uses the stock row of its own launch (the stock times are given as tag launch; RDMA "
+          "launch) and the other one when its own is missing. Ratios of means ± approximate "
+          "95 % interval, ratio of the medians in parentheses; < 1: the first is faster.\n")
+        envs = meta_values(meta_text, "env_cvars")
+        for fabric, tag, rdma in tpairs:
+            cv = sorted({t for v in envs.get(("ours", rdma), []) for t in v.split()
+                         if t.startswith("MPIR_CVAR_PART_")})
+            w("- %s vs %s: ours ran with %s" % (rdma, tag, " ".join("`%s`" % t for t in cv)
+                                                if cv else "(no record in meta.txt)"))
+        for cfg in talone:
+            w("- %s: no tag-transport configuration of the same geometry in this run "
+              "(skipped)" % cfg)
+        if not d.get(lib="stock"):
+            w("- no stock rows in this run (e.g. `--smoke` without `--stock`): the ratios to "
+              "stock are n/a")
+        w("")
+        tp = transport_points(d)
+        if tp:
+            w("| fabric | tag / RDMA config | pattern | setting | bytes | T tag [us] | T RDMA "
+              "[us] | T stock [us] | tag / stock | RDMA / stock | RDMA / tag |")
+            w("|---|---|---|---|---|---|---|---|---|---|---|")
+            for p in tp:
+                st = "; ".join(ft(r) for r in (p["ts"], p["rs"]) if r) or "n/a"
+                w("| %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                  % (p["fabric"], p["tag"], p["rdma"], p["geometry"], p["setting"] or "-",
+                     human(p["bytes"]), ft(p["to"]), ft(p["ro"]), st,
+                     frm(p["to"], p["st_tag"]), frm(p["ro"], p["st_rdma"]),
+                     frm(p["ro"], p["to"])))
+            w("")
 
     nc = [r for r in d.rows if not r["converged"]]
     w("## Convergence and verification\n")
