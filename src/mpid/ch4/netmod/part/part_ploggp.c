@@ -1,0 +1,471 @@
+/*
+ * part_ploggp.c: LogGP tables, the PLogGP completion-time model and the merge-factor
+ * chooser (see part_ploggp.h). Pure logic, no MPICH headers; unit-tested in
+ * unittest/test_part_ploggp.cpp.
+ *
+ * The model
+ * ---------
+ * Problem: S bytes, U user partitions on the sending side, n gcd-messages of S/n bytes each
+ * (part_plan.c). Merging k consecutive gcd-messages gives T = ceil(n/k) wire messages:
+ * T-1 full ones of b = k*S/n bytes and a last one of b_l = (n - (T-1)*k)*S/n bytes.
+ * P(x) = {L, o_s, o_r, g, G} is the segment for a message of x bytes; G*(x-1) means
+ * G*max(x-1, 0). Each term below uses the parameters of the message it concerns.
+ *
+ * Ready time r_m of wire message m = the MPI_Pready time of its last user partition:
+ *   many-before-one  every partition is ready at 0 except one laggard, ready at delta; the
+ *                    laggard is any partition with equal probability, so the prediction is
+ *                    the mean over "the laggard is in message j" (j's ready time is delta,
+ *                    the others' 0): a message holding more partitions lags more often
+ *   uniform          partition p is ready at delta*p/(U-1) (U = 1: at delta); with
+ *                    q = k*U/n partitions per full message r_m = delta*((m+1)*q - 1)/(U-1),
+ *                    and r_{T-1} = delta
+ *
+ * One injection engine at the sender, one link and one receive engine at the receiver,
+ * messages in ready order (LogGP applied to partitions, as PLogGP does):
+ *   inj_m  = max(r_m, inj_{m-1} + max(g, o_s) + G*(b_{m-1} - 1))     injection start
+ *   arr_m  = max(inj_m + o_s + G*(b_m - 1) + L,                        arrival
+ *                arr_{m-1} + max(g, o_r) + G*(b_m - 1))                (receiving link busy)
+ *   done   = max_m (arr_m + o_r)                                       receiver overhead
+ *   pred(k) = done + sum_m c(b_m)            (many-before-one: mean of done over j)
+ * For two k-byte messages both ready at 0 (c = 0) this is PLogGP's two-partition example
+ * o_s + 2G(k-1) + max(g, o_s, o_r) + L + o_r. Successive arrivals are at least o_r apart,
+ * so the receiver spends T*o_r after the first arrival, as it must.
+ * Evaluated in O(1) per candidate: the messages form at most three trains of equal messages
+ * with arithmetic ready times r0 + i*step, and in such a train inj_i and arr_i are maxima of
+ * functions linear in i, so the last message's values come from the train's two ends.
+ *
+ * Why T grows like sqrt(S), and c
+ * -------------------------------
+ * With the laggard at delta and the early messages done before delta, only the message
+ * with the laggard is on the critical path: done ~ delta + o_s + G*S/T + L + o_r (even
+ * split), which falls with T. A plain LogGP timeline therefore always picks T = n when
+ * delta is large (the naive model), whereas the PLogGP optimum the paper reports
+ * (Temucin et al., Table I: InfiniBand EDR, 32 partitions, delta = 4 ms: T = 1 below
+ * 256 KiB, 2 at 512 KiB-1 MiB, 4 at 2-4 MiB, 8 at 8-16 MiB, 16 at 32-64 MiB) grows like
+ * sqrt(S): some per-message cost is not hidden behind delta. c is that cost: the work per
+ * wire message that in practice happens after the last MPI_Pready -- completing each
+ * message's request in the waiting thread's progress (MPI_Wait after the parallel region,
+ * no asynchronous progress), the rendezvous handshake of large messages, which needs the
+ * receiver's progress. Then
+ *   pred ~ delta + G*S/T + T*c   is smallest at   T* = sqrt(S*G/c),
+ * and 2T beats T from S = 2*T^2*c/G on. With G = 1/12000 us/B and c = 16 us the switches
+ * fall at 375 KiB (1->2), 1.5 MiB, 5.9 MiB, 23 MiB and 94 MiB (16->32): Table I's
+ * brackets. Default c (msg_cost < 0) = o_s + o_r of the message (each side's per-message
+ * work, paid once more). With delta = 0 any c > 0 makes T = 1 best: splitting buys nothing.
+ * When the early messages cannot all leave before delta (S*G > delta, e.g. 64 MiB at
+ * 12 GB/s and 4 ms), the link is the bottleneck and the model prefers the smallest T whose
+ * early part covers delta (4 at 64 MiB there, where Table I, ignoring this, has 16).
+ *
+ * Built-in tables
+ * ---------------
+ * Measured with tools/part-calibrate on the development machine (2 cores, Debian 12,
+ * Debian's stock MPICH 4.0.2 over UCX); date and commands at the tables.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "part_ploggp.h"
+
+/* ---- built-in tables -------------------------------------------------------------------- */
+
+/* Measured 2026-11-25 on the development machine (2-core AMD EPYC VM, Debian 12, Debian's
+ * MPICH 4.0.2 ch4:ucx, 1-minute load average 1.3-1.4 from other work) with
+ *   make -C tools/part-calibrate MPICXX=mpicxx.mpich
+ *   mpiexec.mpich -n 2 tools/part-calibrate/part_calibrate -o shm.loggp -t shm
+ *   MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self \
+ *     mpiexec.mpich -n 2 tools/part-calibrate/part_calibrate -o tcp.loggp -t tcp
+ * three runs each (n = 10, 25 rounds each); every value is the median of the three runs.
+ * Columns: min_bytes, L, o_s, o_r, g, G (us, us/byte). These are MPI-level (blocking
+ * MPI_Send/MPI_Recv) values, as Netgauge's MPI module gives: from 16 KiB on (rendezvous)
+ * o_s and o_r include the transfer itself, and L comes out as 0 because the measured
+ * o_s + o_r exceed half the round trip. Run the tool on the target machine for real use. */
+static const MPIDI_PART_loggp_t builtin_shm = {
+    11, "shm", {
+        {8, 0, 0.0939, 0.0722, 0.103, 2.013e-05},
+        {16, 0, 0.0994, 0.0723, 0.103, 2.013e-05},
+        {64, 0, 0.0872, 0.0734, 0.103, 2.013e-05},
+        {256, 0, 0.1352, 0.0912, 0.103, 2.013e-05},
+        {1024, 0, 0.1498, 0.0992, 0.1033, 1.913e-05},
+        {4096, 0, 0.1702, 0.1534, 0.1033, 1.913e-05},
+        {16384, 0, 2.932, 2.937, 1.74, 6.552e-05},
+        {65536, 0, 5.908, 5.857, 1.74, 6.552e-05},
+        {262144, 0, 21.84, 18.55, 1.74, 6.552e-05},
+        {1048576, 0, 76.43, 73.46, 1.74, 6.552e-05},
+        {4194304, 0, 328.6, 303.2, 1.74, 6.552e-05}
+    }
+};
+
+/* TCP over loopback through UCX (same machine and runs as above) */
+static const MPIDI_PART_loggp_t builtin_tcp = {
+    11, "tcp", {
+        {8, 0, 3.953, 1.916, 4.394, 1.088e-04},
+        {16, 0, 3.997, 1.842, 4.394, 1.088e-04},
+        {64, 0, 3.969, 1.867, 4.394, 1.088e-04},
+        {256, 0, 4.628, 0.8992, 4.394, 1.088e-04},
+        {1024, 0, 5.565, 1.317, 4.449, 9.845e-05},
+        {4096, 0, 5.027, 1.233, 4.449, 9.845e-05},
+        {16384, 0, 36.59, 31.27, 33.12, 7.723e-05},
+        {65536, 0, 39.01, 33.66, 33.12, 7.723e-05},
+        {262144, 0, 63.88, 52.86, 33.91, 7.723e-05},
+        {1048576, 0, 118, 118.8, 33.91, 7.723e-05},
+        {4194304, 0, 602.5, 542.4, 0, 1.47e-04}
+    }
+};
+
+const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which)
+{
+    return which == MPIDI_PART_LOGGP_TCP ? &builtin_tcp : &builtin_shm;
+}
+
+const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t * t,
+                                                      int64_t bytes)
+{
+    int32_t i = 0;
+    while (i + 1 < t->nsegs && t->seg[i + 1].min_bytes <= bytes)
+        i++;
+    return &t->seg[i];
+}
+
+/* ---- the parser ------------------------------------------------------------------------- */
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+static const char *skip_blank(const char *p, const char *end)
+{
+    while (p < end && is_blank(*p))
+        p++;
+    return p;
+}
+
+/* One token [*p, return) of a line ending at end; *p is advanced past leading blanks. */
+static const char *token_end(const char **p, const char *end)
+{
+    const char *q;
+    *p = skip_blank(*p, end);
+    for (q = *p; q < end && !is_blank(*q); q++);
+    return q;
+}
+
+/* A "transport NAME" line: 1 and the name in name[] if it is one, 0 if the line does not
+ * start with a letter (a number line), -1 if it is a malformed header. */
+static int parse_header(const char *p, const char *end, char *name)
+{
+    const char *q = token_end(&p, end);
+    if (p == end || !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+        return 0;
+    if (q - p != 9 || strncmp(p, "transport", 9) != 0)
+        return -1;
+    p = q;
+    q = token_end(&p, end);
+    if (q == p || q - p >= MPIDI_PART_LOGGP_NAME_MAX)
+        return -1;
+    memcpy(name, p, (size_t) (q - p));
+    name[q - p] = 0;
+    p = q;
+    return skip_blank(p, end) == end ? 1 : -1;
+}
+
+/* The end of the line starting at p and the end of its content (before any '#'). */
+static const char *line_end(const char *p, const char **content_end)
+{
+    const char *hash = NULL;
+    for (; *p && *p != '\n'; p++)
+        if (*p == '#' && !hash)
+            hash = p;
+    *content_end = hash ? hash : p;
+    return p;
+}
+
+/* Whether a header with this name occurs in [text, limit). */
+static int header_before(const char *text, const char *limit, const char *name)
+{
+    char other[MPIDI_PART_LOGGP_NAME_MAX];
+    for (const char *p = text; p < limit;) {
+        const char *cend, *e = line_end(p, &cend);
+        if (parse_header(p, cend, other) == 1 && strcmp(other, name) == 0)
+            return 1;
+        p = *e ? e + 1 : e;
+    }
+    return 0;
+}
+
+/* A segment line: MPIDI_PART_LOGGP_OK or the error. */
+static int parse_segment(const char *p, const char *end, MPIDI_PART_loggp_seg_t * s)
+{
+    double v[5];
+    const char *q = token_end(&p, end);
+    char *stop;
+    if (p < end && *p == '-')
+        return MPIDI_PART_LOGGP_EVALUE;
+    errno = 0;
+    long long b = strtoll(p, &stop, 10);
+    if (stop != q || q == p)
+        return MPIDI_PART_LOGGP_ESYNTAX;
+    if (errno == ERANGE)
+        return MPIDI_PART_LOGGP_EVALUE;
+    for (int i = 0; i < 5; i++) {
+        p = q;
+        q = token_end(&p, end);
+        if (q == p)
+            return MPIDI_PART_LOGGP_ESYNTAX;
+        v[i] = strtod(p, &stop);
+        if (stop != q)
+            return MPIDI_PART_LOGGP_ESYNTAX;
+        if (!isfinite(v[i]) || v[i] < 0)
+            return MPIDI_PART_LOGGP_EVALUE;
+    }
+    if (skip_blank(q, end) != end)
+        return MPIDI_PART_LOGGP_ESYNTAX;
+    s->min_bytes = b;
+    s->L = v[0];
+    s->o_s = v[1];
+    s->o_r = v[2];
+    s->g = v[3];
+    s->G = v[4];
+    return MPIDI_PART_LOGGP_OK;
+}
+
+int MPIDI_PART_loggp_parse(const char *text, const char *transport, MPIDI_PART_loggp_t * out,
+                           int *line)
+{
+    const int want_first = (transport == NULL || transport[0] == 0);
+    int lineno = 0, sel_line = 0;
+    int in_sel = want_first, found = want_first, sel_done = 0;
+    int32_t nsegs = 0;          /* segments of the current table */
+    int64_t last_bytes = -1;
+    char name[MPIDI_PART_LOGGP_NAME_MAX];
+
+    *line = 0;
+    memset(out, 0, sizeof(*out));
+    for (const char *p = text; *p;) {
+        const char *cend, *e = line_end(p, &cend);
+        int rc = MPIDI_PART_LOGGP_OK, h;
+        lineno++;
+        if (skip_blank(p, cend) == cend) {
+            /* blank or comment */
+        } else if ((h = parse_header(p, cend, name)) != 0) {
+            if (h < 0)
+                rc = MPIDI_PART_LOGGP_ESYNTAX;
+            else if (header_before(text, p, name))
+                rc = MPIDI_PART_LOGGP_EDUP;
+            else {
+                if (in_sel && out->nsegs > 0)
+                    sel_done = 1;
+                in_sel = !sel_done && (want_first || strcmp(name, transport) == 0);
+                if (in_sel) {
+                    found = 1;
+                    sel_line = lineno;
+                    memcpy(out->name, name, sizeof(name));
+                }
+                nsegs = 0;
+                last_bytes = -1;
+            }
+        } else {
+            MPIDI_PART_loggp_seg_t s;
+            rc = parse_segment(p, cend, &s);
+            if (rc == MPIDI_PART_LOGGP_OK && s.min_bytes <= last_bytes)
+                rc = MPIDI_PART_LOGGP_EORDER;
+            else if (rc == MPIDI_PART_LOGGP_OK && nsegs == MPIDI_PART_LOGGP_MAX_SEGS)
+                rc = MPIDI_PART_LOGGP_ETOOMANY;
+            if (rc == MPIDI_PART_LOGGP_OK) {
+                last_bytes = s.min_bytes;
+                if (in_sel)
+                    out->seg[out->nsegs++] = s;
+                nsegs++;
+            }
+        }
+        if (rc != MPIDI_PART_LOGGP_OK) {
+            *line = lineno;
+            return rc;
+        }
+        p = *e ? e + 1 : e;
+    }
+    if (!found)
+        return MPIDI_PART_LOGGP_ENOTFOUND;
+    if (out->nsegs == 0) {
+        *line = sel_line;
+        return MPIDI_PART_LOGGP_EEMPTY;
+    }
+    return MPIDI_PART_LOGGP_OK;
+}
+
+int MPIDI_PART_loggp_load(const char *path, const char *transport, MPIDI_PART_loggp_t * out,
+                          int *line)
+{
+    enum { MAX_FILE = 1 << 20 };
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    size_t n;
+    int rc;
+
+    *line = 0;
+    if (!f)
+        return MPIDI_PART_LOGGP_EIO;
+    buf = (char *) malloc(MAX_FILE + 1);
+    n = buf ? fread(buf, 1, MAX_FILE + 1, f) : 0;
+    rc = (!buf || ferror(f) || n > MAX_FILE || memchr(buf, 0, n)) ? MPIDI_PART_LOGGP_EIO : 0;
+    fclose(f);
+    if (rc == 0) {
+        buf[n] = 0;
+        rc = MPIDI_PART_loggp_parse(buf, transport, out, line);
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---- the model -------------------------------------------------------------------------- */
+
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+/* G*(x-1), 0 for messages of at most one byte */
+static double per_byte(const MPIDI_PART_loggp_seg_t * P, double x)
+{
+    return x > 1 ? P->G * (x - 1) : 0;
+}
+
+static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * t, double x)
+{
+    const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, (int64_t) x);
+    return m->msg_cost >= 0 ? m->msg_cost : P->o_s + P->o_r;
+}
+
+/* The timeline after the messages added so far (the recurrences of the top comment). */
+typedef struct train {
+    int any;                    /* a message was added */
+    double inj;                 /* injection start of the last message */
+    double gap;                 /* max(g, o_s) + G*(b-1) of the last message */
+    double arr;                 /* arrival of the last message */
+    double done;                /* receiver done with everything so far */
+} train_t;
+
+/* Append cnt messages of x bytes ready at r0, r0 + step, ...: O(1), as inj and arr of an
+ * arithmetic train are maxima of linear functions of the index, taken at its ends. */
+static void train_add(train_t * s, const MPIDI_PART_loggp_t * t, double cnt, double x,
+                      double r0, double step)
+{
+    if (cnt <= 0)
+        return;
+    const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, (int64_t) x);
+    const double gS = dmax(P->g, P->o_s) + per_byte(P, x);
+    const double gR = dmax(P->g, P->o_r) + per_byte(P, x);
+    const double a = P->o_s + per_byte(P, x) + P->L;
+    const double inj0 = s->any ? dmax(r0, s->inj + s->gap) : r0;
+    const double injl = dmax(r0 + (cnt - 1) * step, inj0 + (cnt - 1) * gS);
+    double arrl = dmax(inj0 + a + (cnt - 1) * gR, injl + a);
+    if (s->any)
+        arrl = dmax(arrl, s->arr + cnt * gR);
+    s->any = 1;
+    s->inj = injl;
+    s->gap = gS;
+    s->arr = arrl;
+    s->done = dmax(s->done, arrl + P->o_r);
+}
+
+static int valid(const MPIDI_PART_loggp_t * t, const MPIDI_PART_model_t * m,
+                 const MPIDI_PART_problem_t * pb)
+{
+    return t && m && pb && t->nsegs >= 1 && t->nsegs <= MPIDI_PART_LOGGP_MAX_SEGS &&
+        pb->bytes >= 0 && pb->send_parts >= 1 && pb->ngcd >= 1 &&
+        pb->send_parts % pb->ngcd == 0 && m->delta >= 0 && isfinite(m->delta) &&
+        isfinite(m->msg_cost) && (m->arrival == MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE ||
+                                  m->arrival == MPIDI_PART_ARRIVAL_UNIFORM);
+}
+
+double MPIDI_PART_ploggp_predict(const MPIDI_PART_loggp_t * t, const MPIDI_PART_model_t * m,
+                                 const MPIDI_PART_problem_t * pb, int32_t k)
+{
+    if (!valid(t, m, pb) || k < 1 || k > pb->ngcd)
+        return -1.0;
+    const int32_t n = pb->ngcd;
+    const int64_t T = ((int64_t) n + k - 1) / k;
+    const int64_t kl = n - (T - 1) * k;                 /* gcd-messages in the last one */
+    const double unit = (double) pb->bytes / n;         /* bytes of one gcd-message */
+    const double b = unit * k, bl = unit * (double) kl, delta = m->delta;
+    const double cost = (double) (T - 1) * msg_cost(m, t, b) + msg_cost(m, t, bl);
+    train_t A = { 0 }, B = { 0 };
+
+    if (m->arrival == MPIDI_PART_ARRIVAL_UNIFORM) {
+        if (T > 1) {
+            const double U = pb->send_parts, q = (double) k * (pb->send_parts / n);
+            train_add(&A, t, (double) (T - 1), b, delta * (q - 1) / (U - 1), delta * q / (U - 1));
+        }
+        train_add(&A, t, 1, bl, delta, 0);
+        return A.done + cost;
+    }
+    /* many-before-one, the laggard in the last message (B) or in a full one (A) */
+    train_add(&B, t, (double) (T - 1), b, 0, 0);
+    train_add(&B, t, 1, bl, delta, 0);
+    if (kl == k)
+        return B.done + cost;
+    train_add(&A, t, (double) (T - 2), b, 0, 0);
+    train_add(&A, t, 1, bl, 0, 0);
+    train_add(&A, t, 1, b, delta, 0);
+    const double pA = (double) ((T - 1) * k) / n;
+    return pA * A.done + (1 - pA) * B.done + cost;
+}
+
+static int is_pow2(int64_t x)
+{
+    return x > 0 && (x & (x - 1)) == 0;
+}
+
+int MPIDI_PART_ploggp_is_candidate(int32_t ngcd, int32_t k)
+{
+    if (k < 1 || k > ngcd)
+        return 0;
+    if (ngcd <= MPIDI_PART_PLOGGP_EXHAUSTIVE_MAX || k == 1 || k == ngcd || is_pow2(k))
+        return 1;
+    /* k = ceil(n / 2^i): T is (about) a power of two */
+    for (int64_t p = 2; p < ngcd; p *= 2)
+        if (k == (ngcd + p - 1) / p)
+            return 1;
+    return 0;
+}
+
+int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_model_t * m,
+                                 const MPIDI_PART_problem_t * pb, int32_t max_msgs,
+                                 double *pred)
+{
+    if (!valid(t, m, pb))
+        return 0;
+    const int32_t n = pb->ngcd;
+    int32_t best_k = 0;
+    double best = 0;
+    /* k from n down to 1: T = ceil(n/k) never decreases, so on a tie the earlier candidate
+     * (fewer messages, then larger k) is kept. Ties: within a relative 1e-9. */
+    for (int64_t k = n; k >= 1;) {
+        const int64_t T = (n + k - 1) / k;
+        if (max_msgs < 1 || T <= max_msgs) {
+            const double x = MPIDI_PART_ploggp_predict(t, m, pb, (int32_t) k);
+            if (best_k == 0 || x < best - 1e-9 * best) {
+                best = x;
+                best_k = (int32_t) k;
+            }
+        }
+        /* next candidate below k */
+        if (n <= MPIDI_PART_PLOGGP_EXHAUSTIVE_MAX) {
+            k--;
+        } else {
+            int64_t next = 0;
+            for (int64_t p = 1; p < n; p *= 2) {
+                const int64_t a = p, c = (n + p - 1) / p;       /* 2^i and ceil(n/2^i) */
+                if (a < k && a > next)
+                    next = a;
+                if (c < k && c > next)
+                    next = c;
+            }
+            k = next;           /* 0 ends the loop; 1 is always reached (p = 1) */
+        }
+    }
+    if (pred)
+        *pred = best;
+    return best_k;
+}

@@ -1,0 +1,128 @@
+/*
+ * part_ploggp.h: LogGP parameters, a partitioned-LogGP (PLogGP) completion-time model and
+ * the merge-factor chooser built on it, as pure logic.
+ *
+ * No MPICH header here: compiled into libmpi and, unchanged, into the GoogleTest unit tests
+ * (unittest/test_part_ploggp.cpp). Times are microseconds (double), G is microseconds per
+ * byte, sizes are bytes (int64_t). The model and its formula: the comment at the top of
+ * part_ploggp.c.
+ *
+ * Parameter file (MPIDI_PART_loggp_parse), one segment per line, sizes strictly increasing:
+ *
+ *     # comment (also after the numbers)
+ *     transport shm                 optional: starts the table of transport "shm"
+ *     0     0.12 0.10 0.10 0.05 2.0e-4
+ *     65536 1.50 3.00 3.00 0.50 1.0e-4
+ *     ^bytes L    o_s  o_r  g    G
+ *
+ * A segment applies from its min_bytes up to the next segment's; sizes below the first
+ * segment use the first. tools/part-calibrate writes such files.
+ */
+#ifndef PART_PLOGGP_H_INCLUDED
+#define PART_PLOGGP_H_INCLUDED
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPIDI_PART_LOGGP_MAX_SEGS 16
+#define MPIDI_PART_LOGGP_NAME_MAX 32    /* transport name, with its terminating 0 */
+
+typedef struct MPIDI_PART_loggp_seg {
+    int64_t min_bytes;          /* first message size this segment applies to */
+    double L;                   /* latency */
+    double o_s;                 /* sender overhead per message */
+    double o_r;                 /* receiver overhead per message */
+    double g;                   /* gap between consecutive messages */
+    double G;                   /* gap per byte (us/byte) */
+} MPIDI_PART_loggp_seg_t;
+
+typedef struct MPIDI_PART_loggp {
+    int32_t nsegs;              /* 1..MPIDI_PART_LOGGP_MAX_SEGS */
+    char name[MPIDI_PART_LOGGP_NAME_MAX];
+    MPIDI_PART_loggp_seg_t seg[MPIDI_PART_LOGGP_MAX_SEGS];
+} MPIDI_PART_loggp_t;
+
+/* Built-in tables, measured on the development machine (part_ploggp.c says how). */
+enum MPIDI_PART_loggp_builtin {
+    MPIDI_PART_LOGGP_SHM = 0,   /* shared memory, one host */
+    MPIDI_PART_LOGGP_TCP        /* TCP (loopback) */
+};
+const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which);
+
+/* The segment that applies to a message of `bytes` bytes (bytes < 0 is taken as 0). */
+const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t * t,
+                                                      int64_t bytes);
+
+/* Return codes of the parser. */
+#define MPIDI_PART_LOGGP_OK        0
+#define MPIDI_PART_LOGGP_ESYNTAX   1    /* not 6 numbers, not a number, bad header line */
+#define MPIDI_PART_LOGGP_EVALUE    2    /* NaN, infinite or negative value */
+#define MPIDI_PART_LOGGP_EORDER    3    /* min_bytes not strictly increasing in a table */
+#define MPIDI_PART_LOGGP_ETOOMANY  4    /* more than MPIDI_PART_LOGGP_MAX_SEGS segments */
+#define MPIDI_PART_LOGGP_EDUP      5    /* the same transport header twice */
+#define MPIDI_PART_LOGGP_ENOTFOUND 6    /* no table for the requested transport (line 0) */
+#define MPIDI_PART_LOGGP_EEMPTY    7    /* the requested table has no segment (its header) */
+
+/* Parse a parameter file held in memory (0-terminated). Every line of the text is checked,
+ * whichever table is requested. transport == NULL or "": the first table with segments
+ * (the lines before any header form an unnamed table); otherwise the table after "transport <name>". On
+ * success *out holds that table. On error *line is the 1-based line at fault (0 when the
+ * error concerns no line), and *out is unspecified. */
+int MPIDI_PART_loggp_parse(const char *text, const char *transport, MPIDI_PART_loggp_t * out,
+                           int *line);
+
+/* The same from a file; MPIDI_PART_LOGGP_EIO (line 0) when it cannot be read. */
+#define MPIDI_PART_LOGGP_EIO       8
+int MPIDI_PART_loggp_load(const char *path, const char *transport, MPIDI_PART_loggp_t * out,
+                          int *line);
+
+/* ---- the model ------------------------------------------------------------------------- */
+
+enum MPIDI_PART_arrival {
+    MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE = 0, /* all partitions at 0, the last one at delta */
+    MPIDI_PART_ARRIVAL_UNIFORM  /* partition p of U at delta * p / (U - 1) */
+};
+
+typedef struct MPIDI_PART_model {
+    double delta;               /* spread of the MPI_Pready times (us), >= 0 */
+    int32_t arrival;            /* enum MPIDI_PART_arrival */
+    double msg_cost;            /* c: cost per wire message on the critical path after the
+                                 * last MPI_Pready (us); < 0: o_s + o_r of the message's
+                                 * segment (see part_ploggp.c) */
+} MPIDI_PART_model_t;
+
+/* The problem: S bytes in total, U user partitions on the sending side, n = gcd-messages
+ * (n divides U; every gcd-message has S/n bytes). */
+typedef struct MPIDI_PART_problem {
+    int64_t bytes;              /* S >= 0 */
+    int32_t send_parts;         /* U >= 1 */
+    int32_t ngcd;               /* n >= 1, U % n == 0 */
+} MPIDI_PART_problem_t;
+
+/* Predicted completion time (us, from t = 0 when the first partition is ready) of one
+ * iteration when k consecutive gcd-messages are merged (T = ceil(n/k) wire messages).
+ * Returns a negative value for invalid input (k outside 1..n, bad problem). */
+double MPIDI_PART_ploggp_predict(const MPIDI_PART_loggp_t * t, const MPIDI_PART_model_t * m,
+                                 const MPIDI_PART_problem_t * pb, int32_t k);
+
+/* Up to this many gcd-messages, the chooser tries every merge factor 1..n; above, only the
+ * candidates listed in part_ploggp.c (powers of two of k and of T, and the extremes). */
+#define MPIDI_PART_PLOGGP_EXHAUSTIVE_MAX 4096
+
+/* The merge factor k (1..n) that minimises the prediction among the candidates with at
+ * most max_msgs wire messages (max_msgs < 1: no limit); ties go to fewer messages, then to
+ * the smaller k. *pred (optional) gets the prediction. Returns 0 on invalid input. */
+int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_model_t * m,
+                                 const MPIDI_PART_problem_t * pb, int32_t max_msgs,
+                                 double *pred);
+
+/* Whether the chooser considers merge factor k (what the unit tests brute-force over). */
+int MPIDI_PART_ploggp_is_candidate(int32_t ngcd, int32_t k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PART_PLOGGP_H_INCLUDED */

@@ -1,0 +1,96 @@
+/*
+ * part_timer.c: the timer aggregator's decisions (see part_timer.h). Pure logic, no MPICH
+ * headers, no clock; unit-tested in unittest/test_part_timer.cpp.
+ */
+#include <string.h>
+#include "part_timer.h"
+
+void MPIDI_PART_tgroup_init(MPIDI_PART_tgroup_t * g, int32_t nparts, uint8_t * state,
+                            double timeout)
+{
+    g->nparts = nparts;
+    g->state = state;
+    g->timeout = timeout;
+    MPIDI_PART_tgroup_reset(g);
+}
+
+void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g)
+{
+    if (g->nparts > 0)
+        memset(g->state, MPIDI_PART_TG_IDLE, (size_t) g->nparts);
+    g->nready = 0;
+    g->nsent = 0;
+    g->fired = 0;
+    g->deadline = 0;
+}
+
+int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now)
+{
+    return !g->fired && g->nready > 0 && g->timeout >= 0 && now >= g->deadline;
+}
+
+/* Fire: one run per maximal stretch of ready-unsent partitions. */
+static int32_t fire(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
+{
+    int32_t nruns = 0;
+    g->fired = 1;
+    for (int32_t p = 0; p < g->nparts;) {
+        if (g->state[p] != MPIDI_PART_TG_READY) {
+            p++;
+            continue;
+        }
+        int32_t q = p;
+        while (q < g->nparts && g->state[q] == MPIDI_PART_TG_READY)
+            g->state[q++] = MPIDI_PART_TG_SENT;
+        runs[nruns].first = p;
+        runs[nruns].count = q - p;
+        nruns++;
+        g->nsent += q - p;
+        p = q;
+    }
+    return nruns;
+}
+
+int32_t MPIDI_PART_tgroup_tick(MPIDI_PART_tgroup_t * g, double now, MPIDI_PART_run_t * runs)
+{
+    return MPIDI_PART_tgroup_due(g, now) ? fire(g, runs) : 0;
+}
+
+int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
+                                MPIDI_PART_run_t * runs)
+{
+    if (p < 0 || p >= g->nparts)
+        return MPIDI_PART_TG_EINVAL;
+    if (g->state[p] != MPIDI_PART_TG_IDLE)
+        return MPIDI_PART_TG_ETWICE;
+    if (g->fired) {             /* late partition: alone, at once */
+        g->state[p] = MPIDI_PART_TG_SENT;
+        g->nready++;
+        g->nsent++;
+        runs[0].first = p;
+        runs[0].count = 1;
+        return 1;
+    }
+    if (g->nready++ == 0)
+        g->deadline = now + g->timeout;
+    g->state[p] = MPIDI_PART_TG_READY;
+    if (g->nready == g->nparts && !MPIDI_PART_tgroup_due(g, now)) {
+        /* complete before the deadline: the whole group as one write */
+        memset(g->state, MPIDI_PART_TG_SENT, (size_t) g->nparts);
+        g->nsent = g->nparts;
+        g->fired = 1;
+        runs[0].first = 0;
+        runs[0].count = g->nparts;
+        return 1;
+    }
+    /* the deadline passed unnoticed (no tick since): this call fires, p included */
+    return MPIDI_PART_tgroup_due(g, now) ? fire(g, runs) : 0;
+}
+
+double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,
+                                        int64_t part_bytes)
+{
+    const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, part_bytes < 0 ? 0 : part_bytes);
+    const double c = msg_cost >= 0 ? msg_cost : P->o_s + P->o_r;
+    return (P->g > P->o_s ? P->g : P->o_s) + P->o_r + c;
+}

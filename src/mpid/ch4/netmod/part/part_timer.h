@@ -1,0 +1,106 @@
+/*
+ * part_timer.h: the timer aggregator's decisions for one wire-message group, as pure logic.
+ *
+ * No MPICH header here: compiled into libmpi and, unchanged, into the GoogleTest unit tests
+ * (unittest/test_part_timer.cpp). No clock is read here: the caller passes `now` (any
+ * monotonic clock in microseconds; values are only compared).
+ *
+ * A group is the run of user partitions that the plan (PLogGP chooser) puts in one wire
+ * message. Per iteration:
+ *   - the first MPI_Pready of the group sets the deadline: first ready time + timeout;
+ *   - if every partition is ready before the deadline, the group goes as one write;
+ *   - once the deadline has passed (noticed by MPIDI_PART_tgroup_tick from progress, or by
+ *     a later MPIDI_PART_tgroup_ready), every maximal run of contiguous ready-but-unsent
+ *     partitions goes as one write each ("fired");
+ *   - after that, each partition goes alone when it becomes ready: every ready partition
+ *     was sent when the group fired, and every later one is sent as it comes, so a late
+ *     partition never has a ready-unsent neighbour to merge with.
+ * timeout 0 sends every partition as it comes (no aggregation); timeout < 0 never fires
+ * (the group waits for its last partition: the plain PLogGP aggregator).
+ *
+ * Threads: every call on one group must be serialised (the engine's per-operation lock);
+ * different groups are independent. Which calls race without that: MPIDI_PART_tgroup_ready
+ * from the threads readying partitions of the same group, and MPIDI_PART_tgroup_tick from
+ * progress, against each other and against reset (MPI_Start). To keep progress off the
+ * lock when nothing is due, the engine may publish the earliest pending deadline in an
+ * atomic of its own and take the lock only once it has passed: a stale value just delays
+ * or wastes one tick, which then decides under the lock.
+ */
+#ifndef PART_TIMER_H_INCLUDED
+#define PART_TIMER_H_INCLUDED
+
+#include <stdint.h>
+#include "part_ploggp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A write: user partitions [first, first + count) of the group (indices within it). */
+typedef struct MPIDI_PART_run {
+    int32_t first;
+    int32_t count;
+} MPIDI_PART_run_t;
+
+typedef struct MPIDI_PART_tgroup {
+    int32_t nparts;             /* user partitions in the group */
+    int32_t nready;             /* readied in this iteration */
+    int32_t nsent;              /* sent in this iteration */
+    int32_t fired;              /* deadline acted on, or the whole group sent: later
+                                 * partitions go alone */
+    double timeout;             /* us; 0: no waiting; < 0: never fire */
+    double deadline;            /* first ready + timeout; meaningful when nready > 0 */
+    uint8_t *state;             /* nparts entries, MPIDI_PART_TG_* below (caller's memory) */
+} MPIDI_PART_tgroup_t;
+
+#define MPIDI_PART_TG_IDLE  0   /* not ready */
+#define MPIDI_PART_TG_READY 1   /* ready, not sent */
+#define MPIDI_PART_TG_SENT  2
+
+/* Runs one call can return at most: maximal runs are separated by a gap. */
+#define MPIDI_PART_TG_MAX_RUNS(nparts) (((nparts) + 1) / 2)
+
+/* Errors of MPIDI_PART_tgroup_ready (the result is otherwise the number of runs) */
+#define MPIDI_PART_TG_EINVAL (-1)       /* partition outside the group */
+#define MPIDI_PART_TG_ETWICE (-2)       /* partition already ready in this iteration */
+
+/* state: nparts bytes owned by the caller. The group starts reset. */
+void MPIDI_PART_tgroup_init(MPIDI_PART_tgroup_t * g, int32_t nparts, uint8_t * state,
+                            double timeout);
+
+/* New iteration: nothing ready, nothing sent, no deadline. */
+void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g);
+
+/* Partition p (0..nparts-1) became ready at now. Writes the writes to send now into runs
+ * (room for MPIDI_PART_TG_MAX_RUNS(nparts)) and returns how many: 0 (wait), 1 (the whole
+ * group {0, nparts} when it completed before the deadline, or {p, 1} after it fired), or
+ * more when this call is the one that notices the deadline; or an MPIDI_PART_TG_E* error. */
+int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
+                                MPIDI_PART_run_t * runs);
+
+/* Progress: if the deadline has passed and the group has not fired, fire: write every
+ * maximal run of ready-unsent partitions into runs, mark them sent, return how many.
+ * Otherwise 0. */
+int32_t MPIDI_PART_tgroup_tick(MPIDI_PART_tgroup_t * g, double now, MPIDI_PART_run_t * runs);
+
+/* Whether a tick at now would fire (read-only; serialised like the others). */
+int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now);
+
+/* Whether every partition of the group has been sent in this iteration. */
+static inline int MPIDI_PART_tgroup_all_sent(const MPIDI_PART_tgroup_t * g)
+{
+    return g->nsent == g->nparts;
+}
+
+/* The default timeout (us) for a group whose user partitions have part_bytes bytes each:
+ * the cost of the one extra write that firing typically adds in the many-before-one case
+ * (the laggard's own), max(g, o_s) + o_r + c at part_bytes, with c the model's per-message
+ * cost (msg_cost < 0: o_s + o_r). Waiting that long and then firing costs at most twice
+ * the better of "wait for all" and "send at once" (ski rental). */
+double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,
+                                        int64_t part_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PART_TIMER_H_INCLUDED */

@@ -1,0 +1,383 @@
+// part_calibrate: measure LogGP parameters between two MPI ranks with the parametrised
+// round-trip method of Netgauge's LogGP pattern (Hoefler, Lichei, Rehm, PMEO'07), and write
+// them in the parameter-file format of src/mpid/ch4/netmod/part/part_ploggp.h.
+//
+// PRTT(n,d,s): rank 0 (client) sends n messages of s bytes, busy-waiting d us after each of
+// the first n-1 sends; rank 1 (server) receives them and answers with one message of s
+// bytes; PRTT is the client's time from the first send to the answer (median over
+// repetitions). Per size s:
+//   g + G*s = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)     fitted piecewise by least squares
+//   o_s(s)  = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d  with d = PRTT(1,0,s)
+//   o_r(s)  = mean time of one MPI_Recv on the server when the message is already there
+//             (the server busy-waits 2d before each receive of a d-spaced stream)
+//   L(s)    = PRTT(1,0,s)/2 - o_s(s) - o_r(s) - G*s, clamped at >= 0
+// The file gets one segment per measured size (min_bytes = s, its own L, o_s, o_r, and the
+// g, G of the fitted piece that holds s), so a lookup finds the nearest measured size below.
+//
+// Plain MPI_Send/MPI_Recv: run against any MPI, it measures that MPI's transport.
+//   mpiexec -n 2 ./part_calibrate -o /tmp/shm.loggp -t shm
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum Tag { TAG_CTRL = 1, TAG_DATA, TAG_REPLY, TAG_RESULT };
+enum Cmd { CMD_RUN = 1, CMD_STOP };
+
+constexpr int kMaxSizes = 16;   // MPIDI_PART_LOGGP_MAX_SEGS
+
+struct Ctrl {                   // what the server does in the next phase
+    int32_t cmd;
+    int32_t n;                  // messages per round
+    int32_t rounds;             // warm-up + measured rounds
+    int32_t warmup;             // rounds not counted
+    int64_t bytes;
+    double wait_us;             // server: busy-wait before each receive after the first
+};
+
+struct Options {
+    std::string out, transport = "default";
+    std::vector<int64_t> sizes;
+    int n = 10, reps = 25;
+    double warm_us = 20000;     // warm-up budget per phase (MPICH runs its first ~60 round
+                                // trips of a phase several us slower on shared memory)
+    bool append = false;
+};
+
+struct Point {                  // per measured size, all in microseconds
+    int64_t s;
+    double prtt1, prttn, prttnd, gall, os, orr, L;
+    double g, G;                // from the fitted piece
+};
+
+double now_us()
+{
+    return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+}
+
+void spin_us(double us)
+{
+    const double end = now_us() + us;
+    while (now_us() < end) {
+    }
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// ---- the two roles -----------------------------------------------------------------------
+
+std::vector<char> sbuf, rbuf;
+
+// Client: one PRTT round in microseconds.
+double client_round(int n, double d, int64_t s)
+{
+    const double t0 = now_us();
+    for (int i = 0; i < n; ++i) {
+        MPI_Send(sbuf.data(), (int) s, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+        if (d > 0 && i + 1 < n)
+            spin_us(d);
+    }
+    MPI_Recv(rbuf.data(), (int) s, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return now_us() - t0;
+}
+
+// Client: median PRTT(n,d,s). est: a guess of one round's time, for the warm-up (between 3
+// and 200 rounds, about opt.warm_us). With server_wait > 0 the server times its receives and
+// sends the median receive time back; it is returned in *o_r.
+double prtt(const Options & opt, int n, double d, int64_t s, double est,
+            double server_wait = 0, double *o_r = nullptr)
+{
+    const int warmup = (int) std::clamp(opt.warm_us / std::max(est, 0.01), 3.0, 200.0);
+    Ctrl c{CMD_RUN, n, warmup + opt.reps, warmup, s, server_wait};
+    MPI_Send(&c, sizeof c, MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
+    std::vector<double> t;
+    for (int r = 0; r < c.rounds; ++r) {
+        const double x = client_round(n, d, s);
+        if (r >= warmup)
+            t.push_back(x);
+    }
+    double res = 0;
+    MPI_Recv(&res, 1, MPI_DOUBLE, 1, TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (o_r)
+        *o_r = res;
+    return median(t);
+}
+
+void server()
+{
+    for (;;) {
+        Ctrl c;
+        MPI_Recv(&c, sizeof c, MPI_BYTE, 0, TAG_CTRL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (c.cmd == CMD_STOP)
+            return;
+        std::vector<double> per_recv;
+        for (int r = 0; r < c.rounds; ++r) {
+            double acc = 0;
+            MPI_Recv(rbuf.data(), (int) c.bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            for (int i = 1; i < c.n; ++i) {
+                if (c.wait_us > 0)
+                    spin_us(c.wait_us);
+                const double t0 = now_us();
+                MPI_Recv(rbuf.data(), (int) c.bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                acc += now_us() - t0;
+            }
+            MPI_Send(sbuf.data(), (int) c.bytes, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+            if (r >= c.warmup && c.n > 1)
+                per_recv.push_back(acc / (c.n - 1));
+        }
+        const double res = per_recv.empty() ? 0.0 : median(per_recv);
+        MPI_Send(&res, 1, MPI_DOUBLE, 0, TAG_RESULT, MPI_COMM_WORLD);
+    }
+}
+
+// ---- piecewise least squares of y = g + G*s ----------------------------------------------
+
+struct Fit {
+    double g = 0, G = 0;
+};
+
+// Weighted by 1/y^2 (relative error: the sizes span six orders of magnitude). g, G >= 0.
+Fit fit(const std::vector<Point> & p, size_t a, size_t b)
+{
+    Fit f;
+    if (b - a == 1) {           // one point: through the origin, so that larger sizes
+        f.G = std::max(0.0, p[a].gall) / std::max<double>((double) p[a].s, 1.0);
+        return f;               // extrapolate with a per-byte cost
+    }
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = a; i < b; ++i) {
+        const double y = std::max(p[i].gall, 1e-3), w = 1.0 / (y * y), x = (double) p[i].s;
+        sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
+    }
+    const double det = sw * sxx - sx * sx;
+    if (det > 0) {
+        f.G = (sw * sxy - sx * sy) / det;
+        f.g = (sy - f.G * sx) / sw;
+    }
+    if (!(f.G >= 0)) {          // negative slope (noise): a constant
+        f.G = 0;
+        f.g = sy / sw;
+    }
+    if (f.g < 0) {              // negative intercept: through the origin
+        f.g = 0;
+        f.G = sxy / sxx;
+    }
+    return f;
+}
+
+// Start a new piece where a point misses the current piece's line by more than 30 % (and
+// more than 0.2 us): Netgauge's protocol-change detection, with a relative threshold.
+void fit_pieces(std::vector<Point> & p, std::vector<size_t> & starts)
+{
+    size_t a = 0;
+    starts.assign(1, 0);
+    for (size_t i = 1; i <= p.size(); ++i) {
+        bool brk = (i == p.size());
+        if (!brk && i - a >= 2) {
+            const Fit f = fit(p, a, i);
+            const double pred = f.g + f.G * (double) p[i].s;
+            const double r = std::fabs(p[i].gall - pred);
+            brk = r > std::max(0.3 * std::max(p[i].gall, pred), 0.2);
+        }
+        if (brk) {
+            const Fit f = fit(p, a, i);
+            for (size_t j = a; j < i; ++j)
+                p[j].g = f.g, p[j].G = f.G;
+            a = i;
+            if (i < p.size())
+                starts.push_back(i);
+        }
+    }
+}
+
+// ---- options and output ------------------------------------------------------------------
+
+void usage()
+{
+    std::fprintf(stderr,
+                 "usage: mpiexec -n 2 part_calibrate [-o FILE] [-a] [-t NAME] [-n N] [-r REPS]\n"
+                 "                                   [-s SIZE,SIZE,...]\n"
+                 "  -o FILE  write the parameter file (default: only print the table)\n"
+                 "  -a       append to FILE instead of replacing it\n"
+                 "  -t NAME  transport name of the 'transport' header line (default: default)\n"
+                 "  -n N     messages per PRTT(n,*,s) round (default 10)\n"
+                 "  -r REPS  measured rounds per value, the median is kept (default 25)\n"
+                 "  -s LIST  message sizes in bytes, ascending, at most %d\n"
+                 "           (default 8,16,64,256,1K,4K,16K,64K,256K,1M,4M)\n", kMaxSizes);
+}
+
+bool parse_sizes(const char *arg, std::vector<int64_t> & out)
+{
+    out.clear();
+    for (const char *p = arg; *p;) {
+        char *end;
+        long long v = std::strtoll(p, &end, 10);
+        if (end == p || v < 0 || v > (1LL << 30))
+            return false;
+        if (*end == 'K' || *end == 'k')
+            v <<= 10, ++end;
+        else if (*end == 'M' || *end == 'm')
+            v <<= 20, ++end;
+        if (!out.empty() && v <= out.back())
+            return false;
+        out.push_back(v);
+        if (*end == ',')
+            ++end;
+        else if (*end)
+            return false;
+        p = end;
+    }
+    return !out.empty() && out.size() <= (size_t) kMaxSizes;
+}
+
+bool parse_options(int argc, char **argv, Options & o)
+{
+    parse_sizes("8,16,64,256,1K,4K,16K,64K,256K,1M,4M", o.sizes);
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has = i + 1 < argc;
+        if (a == "-a")
+            o.append = true;
+        else if (a == "-o" && has)
+            o.out = argv[++i];
+        else if (a == "-t" && has)
+            o.transport = argv[++i];
+        else if (a == "-n" && has)
+            o.n = std::atoi(argv[++i]);
+        else if (a == "-r" && has)
+            o.reps = std::atoi(argv[++i]);
+        else if (a == "-s" && has) {
+            if (!parse_sizes(argv[++i], o.sizes))
+                return false;
+        } else
+            return false;
+    }
+    return o.n >= 2 && o.reps >= 1 && !o.transport.empty() &&
+        o.transport.find_first_of(" \t#") == std::string::npos;
+}
+
+void report(const Options & o, const std::vector<Point> & p, const std::vector<size_t> & starts,
+            const std::string & cmdline)
+{
+    std::printf("%10s %10s %10s %10s %9s %9s %9s %9s   piece: g [us]  G [us/B]\n", "bytes",
+                "PRTT1", "PRTTn", "PRTTnd", "g+Gs", "o_s", "o_r", "L");
+    for (size_t i = 0; i < p.size(); ++i) {
+        const bool first = std::find(starts.begin(), starts.end(), i) != starts.end();
+        std::printf("%10lld %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9.3f", (long long) p[i].s,
+                    p[i].prtt1, p[i].prttn, p[i].prttnd, p[i].gall, p[i].os, p[i].orr, p[i].L);
+        if (first)
+            std::printf("   %9.4f  %.4e", p[i].g, p[i].G);
+        std::printf("\n");
+    }
+    if (o.out.empty())
+        return;
+    FILE *f = std::fopen(o.out.c_str(), o.append ? "a" : "w");
+    if (!f) {
+        std::perror(o.out.c_str());
+        return;
+    }
+    char date[32], ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    const std::time_t t = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&t));
+    int len = 0;
+    MPI_Get_library_version(ver, &len);
+    for (char *c = ver; *c; ++c)
+        if (*c == '\n')
+            *c = ' ';
+    char load[64] = "unknown";
+    if (FILE *la = std::fopen("/proc/loadavg", "r")) {  // interference shows in the numbers
+        if (!std::fgets(load, sizeof load, la))
+            std::strcpy(load, "unknown");
+        load[std::strcspn(load, "\n")] = 0;
+        std::fclose(la);
+    }
+    std::fprintf(f, "# part_calibrate %s, n=%d, %d rounds (median), load average %s\n"
+                 "# %s\n# MPI: %.100s\n", date, o.n, o.reps, load, cmdline.c_str(), ver);
+    std::fprintf(f, "transport %s\n# bytes L o_s o_r g G   (us, G in us/byte)\n",
+                 o.transport.c_str());
+    for (const Point & q : p)
+        std::fprintf(f, "%lld %.4f %.4f %.4f %.4f %.6e\n", (long long) q.s, q.L, q.os, q.orr,
+                     q.g, q.G);
+    std::fclose(f);
+    std::printf("wrote %s (transport %s)\n", o.out.c_str(), o.transport.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    Options opt;
+    const bool ok = parse_options(argc, argv, opt);
+    if (!ok || size < 2) {
+        if (rank == 0) {
+            usage();
+            if (size < 2)
+                std::fprintf(stderr, "part_calibrate needs 2 ranks\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    sbuf.assign((size_t) opt.sizes.back() + 1, 'x');
+    rbuf.assign((size_t) opt.sizes.back() + 1, 0);
+
+    if (rank == 1)
+        server();
+    if (rank == 0) {
+        std::vector<Point> pts;
+        for (int64_t s : opt.sizes) {
+            Point p{};
+            p.s = s;
+            const int n = opt.n;
+            const double guess = 1.0 + (double) s * 1e-3;      // about 1 GB/s
+            p.prtt1 = prtt(opt, 1, 0, s, guess);
+            p.prttn = prtt(opt, n, 0, s, n * p.prtt1);
+            const double d = p.prtt1;
+            p.prttnd = prtt(opt, n, d, s, n * 2 * d);
+            prtt(opt, n, d, s, n * 3 * d, 2 * d, &p.orr);
+            p.gall = (p.prttn - p.prtt1) / (n - 1);
+            p.os = std::max(0.0, (p.prttnd - p.prtt1) / (n - 1) - d);
+            pts.push_back(p);
+        }
+        Ctrl stop{CMD_STOP, 0, 0, 0, 0, 0};
+        MPI_Send(&stop, sizeof stop, MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
+        std::vector<size_t> starts;
+        fit_pieces(pts, starts);
+        for (Point & p : pts)
+            p.L = std::max(0.0, p.prtt1 / 2 - p.os - p.orr - p.G * (double) p.s);
+        std::string cmd;        // the environment that selects the transport, then argv
+        for (const char *v : {"MPIR_CVAR_NOLOCAL", "MPIR_CVAR_CH4_NETMOD", "UCX_TLS",
+                              "UCX_NET_DEVICES", "FI_PROVIDER"})
+            if (const char *e = std::getenv(v))
+                cmd += std::string(v) + "=" + e + " ";
+        cmd += "mpiexec -n 2";
+        for (int i = 0; i < argc; ++i)
+            cmd += std::string(" ") + argv[i];
+        report(opt, pts, starts, cmd);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}

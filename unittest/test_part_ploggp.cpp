@@ -1,0 +1,504 @@
+// Tests of part_ploggp.[ch]: the parameter-file parser, the PLogGP model (against a direct
+// message-by-message simulation), the chooser (against brute force), extremes, and the
+// trend of Table I of Temucin et al. with InfiniBand-like parameters.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "part_ploggp.h"
+
+namespace {
+
+MPIDI_PART_loggp_t one_seg(double L, double os, double orr, double g, double G)
+{
+    MPIDI_PART_loggp_t t{};
+    t.nsegs = 1;
+    t.seg[0] = {0, L, os, orr, g, G};
+    return t;
+}
+
+// InfiniBand EDR-like: L ~1 us, o ~0.7 us, g 0.3 us, 12 GB/s.
+const MPIDI_PART_loggp_t kIB = one_seg(1.0, 0.7, 0.7, 0.3, 1.0 / 12000);
+
+MPIDI_PART_model_t model(double delta, int arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,
+                         double c = -1)
+{
+    return MPIDI_PART_model_t{delta, arrival, c};
+}
+
+int32_t nmsgs(int32_t n, int32_t k)
+{
+    return (int32_t) (((int64_t) n + k - 1) / k);
+}
+
+// ---- the reference: the recurrences of part_ploggp.c, one message at a time --------------
+
+double Gx(const MPIDI_PART_loggp_seg_t *P, double x)
+{
+    return x > 1 ? P->G * (x - 1) : 0;
+}
+
+// Completion when the messages (sizes b[m], ready times r[m], in this order) are sent.
+double simulate(const MPIDI_PART_loggp_t &t, const std::vector<double> &b,
+                const std::vector<double> &r)
+{
+    double inj = 0, arr = 0, done = 0, gap = 0;
+    for (size_t m = 0; m < b.size(); ++m) {
+        const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(&t, (int64_t) b[m]);
+        inj = m ? std::max(r[m], inj + gap) : r[m];
+        const double a = inj + P->o_s + Gx(P, b[m]) + P->L;
+        arr = m ? std::max(a, arr + std::max(P->g, P->o_r) + Gx(P, b[m])) : a;
+        done = std::max(done, arr + P->o_r);
+        gap = std::max(P->g, P->o_s) + Gx(P, b[m]);
+    }
+    return done;
+}
+
+double reference(const MPIDI_PART_loggp_t &t, const MPIDI_PART_model_t &md,
+                 const MPIDI_PART_problem_t &pb, int32_t k)
+{
+    const int32_t n = pb.ngcd, T = nmsgs(n, k);
+    const double unit = (double) pb.bytes / n;
+    std::vector<double> b(T), r(T, 0.0);
+    std::vector<int32_t> parts(T);      // send partitions per message
+    double cost = 0;
+    for (int32_t m = 0; m < T; ++m) {
+        const int32_t gm = std::min(k, n - m * k);
+        b[m] = unit * gm;
+        parts[m] = gm * (pb.send_parts / n);
+        const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(&t, (int64_t) b[m]);
+        cost += md.msg_cost >= 0 ? md.msg_cost : P->o_s + P->o_r;
+    }
+    if (md.arrival == MPIDI_PART_ARRIVAL_UNIFORM) {
+        const int32_t U = pb.send_parts;
+        int32_t last = -1;
+        for (int32_t m = 0; m < T; ++m) {
+            last += parts[m];
+            r[m] = U > 1 ? md.delta * last / (U - 1) : md.delta;
+        }
+        return simulate(t, b, r) + cost;
+    }
+    // many-before-one: the laggard is in message j with probability parts[j] / U; the
+    // others are ready at 0 and go first, in index order, then j at delta
+    double mean = 0;
+    for (int32_t j = 0; j < T; ++j) {
+        std::vector<double> bb, rr;
+        for (int32_t m = 0; m < T; ++m)
+            if (m != j)
+                bb.push_back(b[m]), rr.push_back(0);
+        bb.push_back(b[j]);
+        rr.push_back(md.delta);
+        mean += simulate(t, bb, rr) * parts[j] / pb.send_parts;
+    }
+    return mean + cost;
+}
+
+MPIDI_PART_loggp_t random_table(std::mt19937_64 &rng)
+{
+    std::uniform_real_distribution<double> u(0, 1);
+    MPIDI_PART_loggp_t t{};
+    t.nsegs = 1 + (int32_t) (rng() % 4);
+    int64_t min = 0;
+    for (int32_t i = 0; i < t.nsegs; ++i) {
+        t.seg[i] = {min, 5 * u(rng), 3 * u(rng), 3 * u(rng), 2 * u(rng), 1e-3 * u(rng)};
+        min += 1 + (int64_t) (rng() % 100000);
+    }
+    return t;
+}
+
+MPIDI_PART_problem_t random_problem(std::mt19937_64 &rng, int32_t max_n)
+{
+    const int32_t n = 1 + (int32_t) (rng() % max_n);
+    const int32_t U = n * (1 + (int32_t) (rng() % 4));
+    const int64_t per = (int64_t) (rng() % 50000);      // bytes per send partition
+    return MPIDI_PART_problem_t{per * U, U, n};
+}
+
+}  // namespace
+
+// ---- the parser ------------------------------------------------------------------------
+
+TEST(LoggpParse, GoodFileWithSeveralTransports)
+{
+    const char *text =
+        "# measured somewhere\n"
+        "0 9 9 9 9 9\n"                              // unnamed table
+        "\n"
+        "transport shm   # shared memory\n"
+        "0      0.25 0.1 0.1 0.05 1e-4\r\n"
+        "  4096 0.5  0.2 0.2 0.1  2.5e-5   # comment\n"
+        "65536\t1\t3\t3\t0.5\t7e-5\n"
+        "transport tcp\n"
+        "8 10 5 2.5 5.5 2.1e-4\n";
+    MPIDI_PART_loggp_t t;
+    int line = -1;
+    ASSERT_EQ(MPIDI_PART_loggp_parse(text, "shm", &t, &line), MPIDI_PART_LOGGP_OK);
+    EXPECT_EQ(line, 0);
+    EXPECT_STREQ(t.name, "shm");
+    ASSERT_EQ(t.nsegs, 3);
+    EXPECT_EQ(t.seg[1].min_bytes, 4096);
+    EXPECT_DOUBLE_EQ(t.seg[1].L, 0.5);
+    EXPECT_DOUBLE_EQ(t.seg[1].G, 2.5e-5);
+    EXPECT_DOUBLE_EQ(t.seg[2].o_s, 3);
+    EXPECT_DOUBLE_EQ(t.seg[2].g, 0.5);
+
+    ASSERT_EQ(MPIDI_PART_loggp_parse(text, "tcp", &t, &line), MPIDI_PART_LOGGP_OK);
+    ASSERT_EQ(t.nsegs, 1);
+    EXPECT_DOUBLE_EQ(t.seg[0].o_r, 2.5);
+
+    // no name: the first table, here the unnamed one
+    ASSERT_EQ(MPIDI_PART_loggp_parse(text, nullptr, &t, &line), MPIDI_PART_LOGGP_OK);
+    EXPECT_STREQ(t.name, "");
+    ASSERT_EQ(t.nsegs, 1);
+    EXPECT_DOUBLE_EQ(t.seg[0].L, 9);
+    // without unnamed lines, the first named table
+    ASSERT_EQ(MPIDI_PART_loggp_parse("#x\ntransport a\n1 1 1 1 1 1\ntransport b\n2 2 2 2 2 2\n",
+                                     "", &t, &line), MPIDI_PART_LOGGP_OK);
+    EXPECT_STREQ(t.name, "a");
+    EXPECT_EQ(t.seg[0].min_bytes, 1);
+}
+
+TEST(LoggpParse, Lookup)
+{
+    MPIDI_PART_loggp_t t;
+    int line;
+    ASSERT_EQ(MPIDI_PART_loggp_parse("100 1 0 0 0 0\n200 2 0 0 0 0\n400 3 0 0 0 0\n", nullptr,
+                                     &t, &line), MPIDI_PART_LOGGP_OK);
+    EXPECT_EQ(MPIDI_PART_loggp_lookup(&t, 0)->L, 1);   // below the first: the first
+    EXPECT_EQ(MPIDI_PART_loggp_lookup(&t, -5)->L, 1);
+    EXPECT_EQ(MPIDI_PART_loggp_lookup(&t, 199)->L, 1);
+    EXPECT_EQ(MPIDI_PART_loggp_lookup(&t, 200)->L, 2);
+    EXPECT_EQ(MPIDI_PART_loggp_lookup(&t, 399)->L, 2);
+    EXPECT_EQ(MPIDI_PART_loggp_lookup(&t, INT64_MAX)->L, 3);
+}
+
+struct BadCase {
+    const char *text;
+    const char *transport;
+    int rc, line;
+};
+
+TEST(LoggpParse, BadLinesGiveCodeAndLine)
+{
+    std::string many = "transport x\n";
+    for (int i = 0; i <= MPIDI_PART_LOGGP_MAX_SEGS; ++i)
+        many += std::to_string(i) + " 1 1 1 1 1\n";
+    const BadCase cases[] = {
+        {"0 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},              // 5 numbers
+        {"0 1 1 1 1 1\n8 1 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 2},     // 7
+        {"#\n0 1 1 x 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 2},         // not a number
+        {"0 1 1 1e 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
+        {"0 1 1 1,5 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
+        {"1.5 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},          // bytes not integer
+        {"1e3 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
+        {"0 nan 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},           // NaN
+        {"0 1 1 1 1 -nan\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},
+        {"0 1 inf 1 1 1\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},           // infinite
+        {"0 1 1 1 1 1e999\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},
+        {"0 1 1 -0.5 1 1\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},          // negative
+        {"-8 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},
+        {"99999999999999999999 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},
+        {"8 1 1 1 1 1\n\n4 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_EORDER, 3},     // unsorted
+        {"8 1 1 1 1 1\n8 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_EORDER, 2},       // equal
+        {many.c_str(), "x", MPIDI_PART_LOGGP_ETOOMANY, 2 + MPIDI_PART_LOGGP_MAX_SEGS},
+        {"transport a\n0 1 1 1 1 1\ntransport a\n", "a", MPIDI_PART_LOGGP_EDUP, 3},
+        {"transport\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},               // no name
+        {"transport a b\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
+        {"transports a\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
+        {"transport 0123456789012345678901234567890123\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
+        {"hello\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
+        // a bad line in another table is still an error
+        {"transport a\n0 1 1 1 1 1\ntransport b\n0 1 1 1 1\n", "a", MPIDI_PART_LOGGP_ESYNTAX, 4},
+        {"transport a\n0 1 1 1 1 1\n", "b", MPIDI_PART_LOGGP_ENOTFOUND, 0},
+        {"transport a\n# nothing\ntransport b\n0 1 1 1 1 1\n", "a", MPIDI_PART_LOGGP_EEMPTY, 1},
+        {"", nullptr, MPIDI_PART_LOGGP_EEMPTY, 0},
+        {"# only comments\n\n", nullptr, MPIDI_PART_LOGGP_EEMPTY, 0},
+    };
+    for (const BadCase &c : cases) {
+        MPIDI_PART_loggp_t t;
+        int line = -1;
+        EXPECT_EQ(MPIDI_PART_loggp_parse(c.text, c.transport, &t, &line), c.rc) << c.text;
+        EXPECT_EQ(line, c.line) << c.text;
+    }
+}
+
+TEST(LoggpParse, GarbageNeverCrashes)
+{
+    std::mt19937_64 rng(7);
+    const char alphabet[] = "0123456789 .-+#\n\tenaiftrspoxE\r";
+    for (int i = 0; i < 20000; ++i) {
+        std::string s(rng() % 200, ' ');
+        for (char &ch : s)
+            ch = alphabet[rng() % (sizeof(alphabet) - 1)];
+        MPIDI_PART_loggp_t t;
+        int line;
+        const int rc = MPIDI_PART_loggp_parse(s.c_str(), (rng() % 2) ? "a" : nullptr, &t, &line);
+        if (rc == MPIDI_PART_LOGGP_OK) {
+            ASSERT_GE(t.nsegs, 1);
+            ASSERT_LE(t.nsegs, MPIDI_PART_LOGGP_MAX_SEGS);
+        }
+    }
+}
+
+TEST(LoggpParse, LoadFromFile)
+{
+    char path[] = "/tmp/part_ploggp_testXXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    std::fputs("transport t\n0 1 2 3 4 5e-5\n", f);
+    std::fclose(f);
+    MPIDI_PART_loggp_t t;
+    int line = -1;
+    EXPECT_EQ(MPIDI_PART_loggp_load(path, "t", &t, &line), MPIDI_PART_LOGGP_OK);
+    EXPECT_DOUBLE_EQ(t.seg[0].o_r, 3);
+    std::remove(path);
+    EXPECT_EQ(MPIDI_PART_loggp_load(path, "t", &t, &line), MPIDI_PART_LOGGP_EIO);
+    EXPECT_EQ(line, 0);
+}
+
+TEST(LoggpParse, BuiltinTablesAreWellFormed)
+{
+    for (int which : {MPIDI_PART_LOGGP_SHM, MPIDI_PART_LOGGP_TCP}) {
+        const MPIDI_PART_loggp_t *t = MPIDI_PART_loggp_builtin(which);
+        ASSERT_GE(t->nsegs, 1);
+        ASSERT_LE(t->nsegs, MPIDI_PART_LOGGP_MAX_SEGS);
+        for (int32_t i = 0; i < t->nsegs; ++i) {
+            const MPIDI_PART_loggp_seg_t &s = t->seg[i];
+            if (i > 0) {
+                EXPECT_GT(s.min_bytes, t->seg[i - 1].min_bytes);
+            }
+            for (double v : {s.L, s.o_s, s.o_r, s.g, s.G})
+                EXPECT_TRUE(std::isfinite(v) && v >= 0);
+        }
+    }
+    EXPECT_STREQ(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM)->name, "shm");
+    EXPECT_STREQ(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_TCP)->name, "tcp");
+}
+
+// ---- the model -------------------------------------------------------------------------
+
+TEST(PloggpModel, TwoBackToBackMessagesArePLogGPsExample)
+{
+    const MPIDI_PART_loggp_t t = one_seg(1.5, 0.4, 0.9, 0.6, 0.01);
+    const double k = 1000;                                      // bytes per message
+    const MPIDI_PART_model_t m = model(0, MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE, 0);
+    const MPIDI_PART_problem_t pb{2 * (int64_t) k, 2, 2};
+    const auto &s = t.seg[0];
+    const double expect = s.o_s + 2 * s.G * (k - 1) + std::max({s.g, s.o_s, s.o_r}) + s.L + s.o_r;
+    EXPECT_NEAR(MPIDI_PART_ploggp_predict(&t, &m, &pb, 1), expect, 1e-9);
+    // one message of 2k bytes
+    EXPECT_NEAR(MPIDI_PART_ploggp_predict(&t, &m, &pb, 2),
+                s.o_s + s.G * (2 * k - 1) + s.L + s.o_r, 1e-9);
+}
+
+TEST(PloggpModel, ClosedFormMatchesMessageByMessageSimulation)
+{
+    std::mt19937_64 rng(1);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int it = 0; it < 3000; ++it) {
+        const MPIDI_PART_loggp_t t = random_table(rng);
+        const MPIDI_PART_problem_t pb = random_problem(rng, 40);
+        const MPIDI_PART_model_t m = model(u(rng) < 0.2 ? 0 : 500 * u(rng), (int) (rng() % 2),
+                                           u(rng) < 0.5 ? -1 : 5 * u(rng));
+        for (int32_t k = 1; k <= pb.ngcd; ++k) {
+            const double got = MPIDI_PART_ploggp_predict(&t, &m, &pb, k);
+            const double want = reference(t, m, pb, k);
+            ASSERT_NEAR(got, want, 1e-9 * std::max(1.0, want))
+                << "it " << it << " k " << k << " n " << pb.ngcd << " U " << pb.send_parts
+                << " S " << pb.bytes << " arrival " << m.arrival;
+        }
+    }
+}
+
+TEST(PloggpModel, InvalidInput)
+{
+    const MPIDI_PART_model_t m = model(10);
+    const MPIDI_PART_problem_t ok{1000, 4, 2};
+    EXPECT_LT(MPIDI_PART_ploggp_predict(&kIB, &m, &ok, 0), 0);
+    EXPECT_LT(MPIDI_PART_ploggp_predict(&kIB, &m, &ok, 3), 0);
+    for (const MPIDI_PART_problem_t &bad : {MPIDI_PART_problem_t{-1, 4, 2},
+                                            MPIDI_PART_problem_t{1000, 0, 1},
+                                            MPIDI_PART_problem_t{1000, 4, 0},
+                                            MPIDI_PART_problem_t{1000, 4, 3}}) {
+        EXPECT_LT(MPIDI_PART_ploggp_predict(&kIB, &m, &bad, 1), 0);
+        EXPECT_EQ(MPIDI_PART_ploggp_choose(&kIB, &m, &bad, 0, nullptr), 0);
+    }
+    const MPIDI_PART_model_t neg = model(-1), nan_delta = model(NAN), bad_arr = model(1, 7);
+    for (const MPIDI_PART_model_t &bm : {neg, nan_delta, bad_arr})
+        EXPECT_EQ(MPIDI_PART_ploggp_choose(&kIB, &bm, &ok, 0, nullptr), 0);
+    MPIDI_PART_loggp_t empty{};
+    EXPECT_EQ(MPIDI_PART_ploggp_choose(&empty, &m, &ok, 0, nullptr), 0);
+}
+
+// ---- the chooser -----------------------------------------------------------------------
+
+// The chooser's answer is the argmin of the model over its candidates, ties to fewer
+// messages (within the chooser's relative 1e-9).
+void check_choice(const MPIDI_PART_loggp_t &t, const MPIDI_PART_model_t &m,
+                  const MPIDI_PART_problem_t &pb, int32_t max_msgs)
+{
+    double pred = -1;
+    const int32_t k = MPIDI_PART_ploggp_choose(&t, &m, &pb, max_msgs, &pred);
+    ASSERT_GE(k, 1);
+    ASSERT_LE(k, pb.ngcd);
+    ASSERT_TRUE(MPIDI_PART_ploggp_is_candidate(pb.ngcd, k));
+    if (max_msgs >= 1) {
+        ASSERT_LE(nmsgs(pb.ngcd, k), max_msgs);
+    }
+    ASSERT_DOUBLE_EQ(pred, MPIDI_PART_ploggp_predict(&t, &m, &pb, k));
+    for (int32_t j = 1; j <= pb.ngcd; ++j) {
+        if (!MPIDI_PART_ploggp_is_candidate(pb.ngcd, j) ||
+            (max_msgs >= 1 && nmsgs(pb.ngcd, j) > max_msgs))
+            continue;
+        const double x = MPIDI_PART_ploggp_predict(&t, &m, &pb, j);
+        ASSERT_GE(x, pred * (1 - 1e-6)) << "k " << k << " beaten by " << j;
+        if (nmsgs(pb.ngcd, j) < nmsgs(pb.ngcd, k)) {
+            ASSERT_GT(x, pred * (1 + 1e-10)) << "tie not broken towards fewer messages";
+        }
+    }
+}
+
+TEST(PloggpChoose, IsTheArgminOverEveryCandidate)
+{
+    std::mt19937_64 rng(2);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int it = 0; it < 2000; ++it) {
+        const MPIDI_PART_loggp_t t = random_table(rng);
+        const MPIDI_PART_problem_t pb = random_problem(rng, 200);
+        const MPIDI_PART_model_t m = model(u(rng) < 0.2 ? 0 : 5000 * u(rng), (int) (rng() % 2),
+                                           u(rng) < 0.5 ? -1 : 20 * u(rng));
+        check_choice(t, m, pb, (rng() % 3) ? 0 : 1 + (int32_t) (rng() % 50));
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+TEST(PloggpChoose, LargeGcdUsesPowerOfTwoCandidates)
+{
+    std::mt19937_64 rng(3);
+    for (int it = 0; it < 20; ++it) {
+        const int32_t n = MPIDI_PART_PLOGGP_EXHAUSTIVE_MAX + 1 + (int32_t) (rng() % 20000);
+        const MPIDI_PART_problem_t pb{(int64_t) n * 4096, n, n};
+        check_choice(kIB, model(4000), pb, (it % 2) ? 0 : 1 << 16);
+        EXPECT_TRUE(MPIDI_PART_ploggp_is_candidate(n, 1));
+        EXPECT_TRUE(MPIDI_PART_ploggp_is_candidate(n, n));
+        EXPECT_TRUE(MPIDI_PART_ploggp_is_candidate(n, 64));
+        EXPECT_TRUE(MPIDI_PART_ploggp_is_candidate(n, (n + 7) / 8));
+    }
+}
+
+TEST(PloggpChoose, Extremes)
+{
+    const MPIDI_PART_model_t big = model(4000);
+    // one partition, or g = 1: the only choice
+    const MPIDI_PART_problem_t one{1 << 20, 1, 1};
+    EXPECT_EQ(MPIDI_PART_ploggp_choose(&kIB, &big, &one, 0, nullptr), 1);
+    const MPIDI_PART_problem_t g1{1 << 20, 64, 1};
+    EXPECT_EQ(MPIDI_PART_ploggp_choose(&kIB, &big, &g1, 0, nullptr), 1);
+    // zero bytes: one message, whatever the spread
+    for (double delta : {0.0, 4000.0, 1e9}) {
+        const MPIDI_PART_model_t m = model(delta);
+        const MPIDI_PART_problem_t zero{0, 32, 32};
+        EXPECT_EQ(MPIDI_PART_ploggp_choose(&kIB, &m, &zero, 0, nullptr), 32) << delta;
+    }
+    // zero spread: splitting buys nothing when messages cost something (one segment: with
+    // several, a smaller message may fall in a cheaper segment and splitting can pay)
+    std::mt19937_64 rng(4);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int it = 0; it < 500; ++it) {
+        const MPIDI_PART_loggp_t t = one_seg(5 * u(rng), 0.01 + u(rng), 0.01 + u(rng), u(rng),
+                                             1e-3 * u(rng));
+        const MPIDI_PART_problem_t pb = random_problem(rng, 64);
+        const MPIDI_PART_model_t m = model(0, (int) (rng() % 2), (it % 2) ? -1 : 0.5);
+        EXPECT_EQ(MPIDI_PART_ploggp_choose(&t, &m, &pb, 0, nullptr), pb.ngcd);
+    }
+    // huge spread with the bandwidth term dominating: more messages help
+    double pred = -1;
+    const MPIDI_PART_model_t huge = model(1e7), huge_u = model(1e7, MPIDI_PART_ARRIVAL_UNIFORM);
+    const MPIDI_PART_problem_t gib{1LL << 30, 32, 32};
+    EXPECT_EQ(nmsgs(32, MPIDI_PART_ploggp_choose(&kIB, &huge, &gib, 0, nullptr)), 32);
+    // uniform: partition p is ready at p*delta/31, the early ones long gone when the last
+    // comes; any layout whose last message is the last partition alone is as good as 32
+    const int32_t ku = MPIDI_PART_ploggp_choose(&kIB, &huge_u, &gib, 0, &pred);
+    EXPECT_GT(nmsgs(32, ku), 1);
+    EXPECT_EQ(32 - (nmsgs(32, ku) - 1) * ku, 1);
+    EXPECT_LE(pred, MPIDI_PART_ploggp_predict(&kIB, &huge_u, &gib, 1));
+    // huge S (> 2^31 bytes) and many partitions: finite, sane
+    const MPIDI_PART_problem_t s40{1LL << 40, 1 << 20, 1 << 20};
+    const int32_t k = MPIDI_PART_ploggp_choose(&kIB, &big, &s40, 1 << 16, &pred);
+    EXPECT_GE(k, 16);               // at most 2^16 messages
+    EXPECT_TRUE(std::isfinite(pred));
+    EXPECT_GT(pred, (double) (1LL << 40) / 12000);      // at least the bandwidth time
+    // max_msgs = 1 forces one message
+    const MPIDI_PART_problem_t mb{1 << 26, 32, 32};
+    EXPECT_EQ(MPIDI_PART_ploggp_choose(&kIB, &big, &mb, 1, nullptr), 32);
+}
+
+// ---- Table I of Temucin et al. (InfiniBand EDR, 32 user partitions, delay 4 ms) ----------
+
+// T chosen among the powers of two (as the paper does) and by the chooser (every k).
+int32_t pow2_T(const MPIDI_PART_loggp_t &t, const MPIDI_PART_model_t &m, int64_t S)
+{
+    const MPIDI_PART_problem_t pb{S, 32, 32};
+    int32_t best = 0;
+    double bp = 0;
+    for (int32_t T = 1; T <= 32; T *= 2) {
+        const double x = MPIDI_PART_ploggp_predict(&t, &m, &pb, 32 / T);
+        if (best == 0 || x < bp * (1 - 1e-9))
+            best = T, bp = x;
+    }
+    return best;
+}
+
+int32_t chosen_T(const MPIDI_PART_loggp_t &t, const MPIDI_PART_model_t &m, int64_t S)
+{
+    const MPIDI_PART_problem_t pb{S, 32, 32};
+    return nmsgs(32, MPIDI_PART_ploggp_choose(&t, &m, &pb, 0, nullptr));
+}
+
+TEST(PloggpTableI, ReproducedWithAnUnhiddenPerMessageCost)
+{
+    // c = 16 us places the switches at 2*T^2*c/G (part_ploggp.c): Table I's brackets
+    const MPIDI_PART_model_t m = model(4000, MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE, 16);
+    const struct {
+        int64_t kib;
+        int32_t T;
+    } table[] = {{1, 1}, {16, 1}, {128, 1}, {256, 1}, {512, 2}, {1024, 2}, {2048, 4},
+                 {4096, 4}, {8192, 8}, {16384, 8}, {32768, 16}};
+    for (const auto &row : table)
+        EXPECT_EQ(pow2_T(kIB, m, row.kib << 10), row.T) << row.kib << " KiB";
+    // where S*G > delta the link, not the laggard, is the bottleneck (see part_ploggp.c)
+    EXPECT_GT(pow2_T(kIB, m, 64LL << 20), 1);
+}
+
+TEST(PloggpTableI, TrendGrowsLikeSqrtOfS)
+{
+    // the chooser over every k; c explicit (Table I's) and the default o_s + o_r
+    for (double c : {16.0, -1.0}) {
+        const MPIDI_PART_model_t m = model(4000, MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE, c);
+        const double cc = c >= 0 ? c : kIB.seg[0].o_s + kIB.seg[0].o_r;
+        int32_t prev = 0;
+        EXPECT_EQ(chosen_T(kIB, m, 4096), 1) << c;
+        for (int64_t S = 4096; S * kIB.seg[0].G < 4000 * 0.9; S *= 2) {
+            const int32_t T = chosen_T(kIB, m, S);
+            EXPECT_GE(T, prev) << "S " << S << " c " << c;      // non-decreasing
+            const double ideal = std::sqrt(S * kIB.seg[0].G / cc);
+            if (ideal >= 2 && ideal <= 16) {                    // roughly sqrt(S*G/c)
+                EXPECT_GE(T, 0.5 * ideal) << "S " << S << " c " << c;
+                EXPECT_LE(T, 2.0 * ideal) << "S " << S << " c " << c;
+            }
+            prev = T;
+        }
+        EXPECT_GT(chosen_T(kIB, m, 64LL << 20), 1) << c;
+    }
+    // the naive timeline (c = 0) takes every partition as soon as delta hides the rest
+    const MPIDI_PART_model_t naive = model(4000, MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE, 0);
+    EXPECT_EQ(chosen_T(kIB, naive, 1 << 20), 32);
+}

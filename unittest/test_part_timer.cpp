@@ -1,0 +1,199 @@
+// Tests of part_timer.[ch]: the timer aggregator's per-group decisions (time passed in).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "part_timer.h"
+
+namespace {
+
+using Runs = std::vector<std::pair<int32_t, int32_t>>;      // {first, count}
+
+struct Group {
+    std::vector<uint8_t> state;
+    MPIDI_PART_tgroup_t g;
+    std::vector<MPIDI_PART_run_t> buf;
+
+    Group(int32_t nparts, double timeout)
+        : state(nparts), buf(MPIDI_PART_TG_MAX_RUNS(nparts) + 1)
+    {
+        MPIDI_PART_tgroup_init(&g, nparts, state.data(), timeout);
+    }
+    Runs collect(int32_t n) const
+    {
+        Runs r;
+        for (int32_t i = 0; i < n; ++i)
+            r.emplace_back(buf[i].first, buf[i].count);
+        return r;
+    }
+    Runs ready(int32_t p, double now)
+    {
+        const int32_t n = MPIDI_PART_tgroup_ready(&g, p, now, buf.data());
+        EXPECT_GE(n, 0);
+        return collect(n);
+    }
+    Runs tick(double now)
+    {
+        return collect(MPIDI_PART_tgroup_tick(&g, now, buf.data()));
+    }
+};
+
+}  // namespace
+
+TEST(PartTimer, WholeGroupBeforeDeadlineGoesAsOneWrite)
+{
+    Group G(4, 10.0);
+    EXPECT_EQ(G.ready(2, 100.0), Runs{});
+    EXPECT_EQ(G.ready(0, 101.0), Runs{});
+    EXPECT_EQ(G.tick(105.0), Runs{});
+    EXPECT_EQ(G.ready(3, 106.0), Runs{});
+    EXPECT_EQ(G.ready(1, 109.9), (Runs{{0, 4}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+    EXPECT_EQ(G.tick(1000.0), Runs{});                  // nothing left to fire
+}
+
+TEST(PartTimer, NoSendBeforeDeadline)
+{
+    Group G(8, 50.0);
+    EXPECT_EQ(G.ready(5, 0.0), Runs{});
+    for (double t = 0; t < 50.0; t += 0.5) {
+        EXPECT_FALSE(MPIDI_PART_tgroup_due(&G.g, t));
+        EXPECT_EQ(G.tick(t), Runs{}) << t;
+    }
+    EXPECT_EQ(G.ready(6, 49.9), Runs{});
+    EXPECT_EQ(G.g.nsent, 0);
+    EXPECT_TRUE(MPIDI_PART_tgroup_due(&G.g, 50.0));
+    EXPECT_EQ(G.tick(50.0), (Runs{{5, 2}}));
+}
+
+TEST(PartTimer, DeadlineFiresMaximalRunsThenLatePartitionsAlone)
+{
+    // the paper's example: {0,1,3} ready, the deadline passes -> {0-1} and {3}; 2 alone
+    Group G(4, 10.0);
+    EXPECT_EQ(G.ready(0, 0.0), Runs{});
+    EXPECT_EQ(G.ready(1, 1.0), Runs{});
+    EXPECT_EQ(G.ready(3, 2.0), Runs{});
+    EXPECT_EQ(G.tick(9.99), Runs{});
+    EXPECT_EQ(G.tick(10.0), (Runs{{0, 2}, {3, 1}}));
+    EXPECT_EQ(G.tick(11.0), Runs{});                    // fires once
+    EXPECT_FALSE(MPIDI_PART_tgroup_all_sent(&G.g));
+    EXPECT_EQ(G.ready(2, 500.0), (Runs{{2, 1}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+}
+
+TEST(PartTimer, ReadyAfterUnnoticedDeadlineFiresWithItself)
+{
+    // no tick between: the late ready notices the deadline and merges with its neighbours
+    Group G(6, 10.0);
+    G.ready(0, 0.0);
+    G.ready(1, 0.0);
+    G.ready(4, 3.0);
+    EXPECT_EQ(G.ready(2, 20.0), (Runs{{0, 3}, {4, 1}}));
+    EXPECT_EQ(G.ready(5, 21.0), (Runs{{5, 1}}));
+    EXPECT_EQ(G.ready(3, 22.0), (Runs{{3, 1}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+    // and the group completing after an unnoticed deadline still goes as one write
+    Group H(3, 10.0);
+    H.ready(0, 0.0);
+    H.ready(2, 1.0);
+    EXPECT_EQ(H.ready(1, 30.0), (Runs{{0, 3}}));
+}
+
+TEST(PartTimer, ResetStartsANewIteration)
+{
+    Group G(4, 10.0);
+    G.ready(0, 0.0);
+    G.ready(3, 0.0);
+    EXPECT_EQ(G.tick(10.0), (Runs{{0, 1}, {3, 1}}));
+    MPIDI_PART_tgroup_reset(&G.g);
+    EXPECT_EQ(G.g.nready, 0);
+    EXPECT_EQ(G.g.nsent, 0);
+    EXPECT_EQ(G.tick(1e9), Runs{});                     // no deadline without a ready
+    EXPECT_EQ(G.ready(3, 100.0), Runs{});               // new deadline: 110
+    EXPECT_EQ(G.tick(109.0), Runs{});
+    EXPECT_EQ(G.ready(0, 109.5), Runs{});
+    EXPECT_EQ(G.ready(1, 109.6), Runs{});
+    EXPECT_EQ(G.ready(2, 109.7), (Runs{{0, 4}}));
+}
+
+TEST(PartTimer, Errors)
+{
+    Group G(3, 10.0);
+    MPIDI_PART_run_t r[2];
+    EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, -1, 0, r), MPIDI_PART_TG_EINVAL);
+    EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, 3, 0, r), MPIDI_PART_TG_EINVAL);
+    EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, 1, 0, r), 0);
+    EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, 1, 0, r), MPIDI_PART_TG_ETWICE);
+    G.tick(10.0);                                       // 1 sent
+    EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, 1, 11, r), MPIDI_PART_TG_ETWICE);
+}
+
+TEST(PartTimer, ZeroTimeoutSendsOnArrivalNegativeNeverFires)
+{
+    Group Z(3, 0.0);
+    EXPECT_EQ(Z.ready(1, 5.0), (Runs{{1, 1}}));
+    EXPECT_EQ(Z.ready(0, 6.0), (Runs{{0, 1}}));
+    EXPECT_EQ(Z.ready(2, 7.0), (Runs{{2, 1}}));
+    Group One(1, 0.0);
+    EXPECT_EQ(One.ready(0, 1.0), (Runs{{0, 1}}));
+    Group N(3, -1.0);
+    N.ready(0, 0.0);
+    N.ready(2, 0.0);
+    EXPECT_FALSE(MPIDI_PART_tgroup_due(&N.g, 1e300));
+    EXPECT_EQ(N.tick(1e300), Runs{});
+    EXPECT_EQ(N.ready(1, 1e300), (Runs{{0, 3}}));
+}
+
+TEST(PartTimer, RandomOrdersSendEveryPartitionExactlyOnce)
+{
+    std::mt19937_64 rng(5);
+    for (int it = 0; it < 2000; ++it) {
+        const int32_t n = 1 + (int32_t) (rng() % 40);
+        Group G(n, (double) (rng() % 30));
+        std::vector<int32_t> order(n);
+        for (int32_t i = 0; i < n; ++i)
+            order[i] = i;
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<int> sent(n, 0);
+        int writes = 0;
+        double now = 0;
+        auto account = [&](const Runs &rs) {
+            for (auto [f, c] : rs) {
+                ASSERT_GE(c, 1);
+                writes++;
+                for (int32_t p = f; p < f + c; ++p)
+                    sent[p]++;
+            }
+        };
+        for (int32_t p : order) {
+            now += (double) (rng() % 5);
+            account(G.tick(now));
+            account(G.ready(p, now));
+        }
+        for (int32_t p = 0; p < n; ++p)
+            ASSERT_EQ(sent[p], 1) << "it " << it << " p " << p;
+        ASSERT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+        ASSERT_LE(writes, n);
+    }
+}
+
+TEST(PartTimer, DefaultTimeoutFromTheModel)
+{
+    MPIDI_PART_loggp_t t{};
+    t.nsegs = 2;
+    t.seg[0] = {0, 1.0, 0.5, 0.7, 0.3, 1e-4};
+    t.seg[1] = {65536, 2.0, 4.0, 3.0, 1.0, 1e-4};
+    // max(g, o_s) + o_r + c, with c = o_s + o_r by default
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, -1, 1024), 0.5 + 0.7 + 1.2);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, 16, 1024), 0.5 + 0.7 + 16);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, -1, 1 << 20), 4.0 + 3.0 + 7.0);
+    for (int which : {MPIDI_PART_LOGGP_SHM, MPIDI_PART_LOGGP_TCP}) {
+        const double x = MPIDI_PART_timer_default_timeout(MPIDI_PART_loggp_builtin(which), -1,
+                                                          4096);
+        EXPECT_GT(x, 0);
+        EXPECT_LT(x, 1e4);
+    }
+}
