@@ -9,6 +9,8 @@ noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
                   src/mpid/ch4/netmod/part/part_impl.h \
                   src/mpid/ch4/netmod/part/part_imm.h \
                   src/mpid/ch4/netmod/part/part_plan.h \
+                  src/mpid/ch4/netmod/part/part_ploggp.h \
+                  src/mpid/ch4/netmod/part/part_timer.h \
                   src/mpid/ch4/netmod/part/part_state.h \
                   src/mpid/ch4/netmod/part/part_tagspace.h
 
@@ -17,6 +19,8 @@ mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_match.c \
                     src/mpid/ch4/netmod/part/part_state.c \
                     src/mpid/ch4/netmod/part/part_plan.c \
+                    src/mpid/ch4/netmod/part/part_aggr.c \
+                    src/mpid/ch4/netmod/part/part_ploggp.c \
                     src/mpid/ch4/netmod/part/part_tag.c \
                     src/mpid/ch4/netmod/part/part_tagspace.c \
                     src/mpid/ch4/netmod/part/part_vci.c \

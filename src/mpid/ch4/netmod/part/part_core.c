@@ -399,14 +399,18 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op;
-    int aggr = MPIR_CVAR_PART_AGGR_SIZE;
+    int aggr = MPIR_CVAR_PART_AGGR_SIZE, aggregator, spread_us;
 
     MPIR_ERR_CHKANDJUMP1(aggr < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
                          "**partaggrsize %d", aggr);
+    mpi_errno = MPIDI_PART_aggr_read(&aggregator, &spread_us);
+    MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm, info,
                           MPIR_REQUEST_KIND__PART_RECV, request, &op);
     MPIR_ERR_CHECK(mpi_errno);
     op->aggr_size = aggr;
+    op->aggregator = aggregator;
+    op->spread_us = spread_us;
     if (source == MPI_PROC_NULL)
         goto fn_exit;
 

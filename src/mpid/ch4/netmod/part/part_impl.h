@@ -46,6 +46,13 @@ enum MPIDI_PART_choice {
     MPIDI_PART_CHOICE_VERBS
 };
 
+/* Aggregators (part_aggr.c): how the receiver's plan merges gcd-messages */
+enum MPIDI_PART_aggregator {
+    MPIDI_PART_AGGR_SIZE = 0,   /* up to MPIR_CVAR_PART_AGGR_SIZE bytes */
+    MPIDI_PART_AGGR_NONE,       /* never */
+    MPIDI_PART_AGGR_PLOGGP      /* the PLogGP model's choice */
+};
+
 #define MPIDI_PART_EXT_MAX 512  /* transport payload of an RTS, PLAN or CTS */
 
 typedef struct MPIDI_PART_hdr {
@@ -127,6 +134,8 @@ typedef struct MPIDI_PART_op {
     int is_local;
     int thread_parts;           /* info hint: partitions one thread owns (0: none) */
     MPI_Aint aggr_size;         /* receiver: MPIR_CVAR_PART_AGGR_SIZE at MPI_Precv_init */
+    int aggregator;             /* receiver: enum MPIDI_PART_aggregator at MPI_Precv_init */
+    int spread_us;              /* receiver: MPIR_CVAR_PART_AGGR_SPREAD_US at MPI_Precv_init */
     int spread;                 /* wire messages per iteration on a VCI other than 0 */
     int choice;                 /* enum MPIDI_PART_choice at init */
     int contig;                 /* buf is one contiguous run of total_bytes bytes */
@@ -318,6 +327,12 @@ int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op);
 int MPIDI_PART_ofi_progress(void);
 void MPIDI_PART_ofi_release(MPIDI_PART_op_t * op);
 #endif
+
+/* ---- part_aggr.c: the aggregators ------------------------------------------------------ */
+/* MPI_Precv_init, before anything is created: read and check the aggregator's CVARs */
+int MPIDI_PART_aggr_read(int *aggregator, int *spread_us);
+int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,
+                              int32_t n, int32_t max_msgs);
 
 /* ---- part_vci.c: VCI spreading ------------------------------------------------------- */
 int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs, int peer_nvcis);

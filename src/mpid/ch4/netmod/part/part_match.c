@@ -158,8 +158,11 @@ static int decide_plan(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
      * partition boundaries of the two sides do not line up, and the whole transfer is one
      * wire message that fills the front of the receive buffer. */
     int equal = (op->peer_bytes == op->total_bytes);
-    int rc = MPIDI_PART_plan_make(equal ? op->peer_partitions : 1, equal ? op->partitions : 1,
-                                  op->peer_bytes, op->aggr_size, MPIDI_PART_tag_max_msgs(), plan);
+    int32_t sp = equal ? op->peer_partitions : 1, rp = equal ? op->partitions : 1;
+    int32_t max_msgs = MPIDI_PART_tag_max_msgs();
+    int64_t limit = MPIDI_PART_aggr_limit(op, op->peer_bytes, sp,
+                                          (int32_t) MPIDI_PART_gcd(sp, rp), max_msgs);
+    int rc = MPIDI_PART_plan_make(sp, rp, op->peer_bytes, limit, max_msgs, plan);
     if (rc != MPIDI_PART_PLAN_OK) {
         op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                          MPI_ERR_OTHER, "**partplan", "**partplan %d %d",

@@ -1,0 +1,156 @@
+/*
+ * part_aggr.c: the aggregators, i.e. how many consecutive gcd-messages the receiver's plan
+ * merges into one wire message. "size" merges up to MPIR_CVAR_PART_AGGR_SIZE bytes
+ * (part_plan.c); "ploggp" lets the PLogGP model of part_ploggp.c pick the merge factor that
+ * minimises the predicted iteration time for the expected spread of MPI_Pready times;
+ * "none" never merges. A positive MPIR_CVAR_PART_AGGR_SIZE overrides the model. The
+ * LogGP parameters come from MPIR_CVAR_PART_LOGGP_FILE (tools/part-calibrate writes it) or
+ * from the built-in tables (shared memory for a peer on this node, TCP otherwise).
+ */
+#include "part_impl.h"
+#include "part_ploggp.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_PART_AGGREGATOR
+      category    : CH4_PART
+      type        : string
+      default     : "size"
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        How the receiver of a partitioned operation merges wire messages (read by
+        MPI_Precv_init): "size" (default) merges up to MPIR_CVAR_PART_AGGR_SIZE bytes (0: no
+        merging); "none" never merges; "ploggp" picks the number of wire messages that the
+        PLogGP model predicts fastest for the expected spread of MPI_Pready times
+        (MPIR_CVAR_PART_AGGR_SPREAD_US) and the LogGP parameters of
+        MPIR_CVAR_PART_LOGGP_FILE or the built-in tables; a positive
+        MPIR_CVAR_PART_AGGR_SIZE overrides the model. Other values: MPI_ERR_ARG.
+
+    - name        : MPIR_CVAR_PART_AGGR_SPREAD_US
+      category    : CH4_PART
+      type        : int
+      default     : 100
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        The PLogGP aggregator's expected spread of MPI_Pready times in one iteration, in
+        microseconds (all partitions ready together but the last one, which comes this much
+        later). 0: all at once (the model then merges everything into one message). Read by
+        MPI_Precv_init; negative values: MPI_ERR_ARG.
+
+    - name        : MPIR_CVAR_PART_LOGGP_FILE
+      category    : CH4_PART
+      type        : string
+      default     : ""
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        LogGP parameter file of the PLogGP aggregator (written by tools/part-calibrate):
+        its table "shm" is used for peers on the same node and "net" for the others (the
+        first table when the named one is missing). Empty: built-in tables measured on
+        shared memory and TCP. A file that cannot be read or parsed makes MPI_Precv_init
+        fail with MPI_ERR_OTHER naming the file and line.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+/* The tables, loaded once per process (engine lock). */
+static struct {
+    int loaded;                 /* 0: not yet; 1: done (err says how) */
+    int err, line;              /* MPIDI_PART_LOGGP_* and the line at fault */
+    char path[256];
+    MPIDI_PART_loggp_t shm, net;
+} tables;
+
+static void tables_load(void)
+{
+    const char *path = MPIR_CVAR_PART_LOGGP_FILE;
+    tables.loaded = 1;
+    tables.shm = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM);
+    tables.net = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_TCP);
+    if (path == NULL || path[0] == 0)
+        return;
+    snprintf(tables.path, sizeof(tables.path), "%s", path);
+    tables.err = MPIDI_PART_loggp_load(path, "shm", &tables.shm, &tables.line);
+    if (tables.err == MPIDI_PART_LOGGP_ENOTFOUND || tables.err == MPIDI_PART_LOGGP_EEMPTY)
+        tables.err = MPIDI_PART_loggp_load(path, NULL, &tables.shm, &tables.line);
+    if (tables.err)
+        return;
+    tables.err = MPIDI_PART_loggp_load(path, "net", &tables.net, &tables.line);
+    if (tables.err == MPIDI_PART_LOGGP_ENOTFOUND || tables.err == MPIDI_PART_LOGGP_EEMPTY)
+        tables.err = MPIDI_PART_loggp_load(path, NULL, &tables.net, &tables.line);
+}
+
+/* MPI_Precv_init: read and check the aggregator CVARs. */
+int MPIDI_PART_aggr_read(int *aggregator, int *spread_us)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const char *v = MPIR_CVAR_PART_AGGREGATOR;
+
+    if (v == NULL || v[0] == 0 || strcmp(v, "size") == 0)
+        *aggregator = MPIDI_PART_AGGR_SIZE;
+    else if (strcmp(v, "none") == 0)
+        *aggregator = MPIDI_PART_AGGR_NONE;
+    else if (strcmp(v, "ploggp") == 0)
+        *aggregator = MPIDI_PART_AGGR_PLOGGP;
+    else
+        MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_ARG, "**partcvar", "**partcvar %s %s",
+                             "MPIR_CVAR_PART_AGGREGATOR", v);
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_PART_AGGR_SPREAD_US < 0, mpi_errno, MPI_ERR_ARG,
+                         "**partcvar", "**partcvar %s %s", "MPIR_CVAR_PART_AGGR_SPREAD_US",
+                         "a negative value");
+    *spread_us = MPIR_CVAR_PART_AGGR_SPREAD_US;
+    if (*aggregator == MPIDI_PART_AGGR_PLOGGP) {
+        MPIDI_PART_LOCK();
+        if (!tables.loaded)
+            tables_load();
+        int err = tables.err, line = tables.line;
+        MPIDI_PART_UNLOCK();
+        MPIR_ERR_CHKANDJUMP3(err, mpi_errno, MPI_ERR_OTHER, "**partloggp",
+                             "**partloggp %s %d %d", tables.path, line, err);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Whether the peer runs on this node and MPICH's shared memory carries the traffic (ch4's
+ * per-address locality flag is not built in this configuration: compare node ids). */
+static int peer_on_node(MPIDI_PART_op_t * op)
+{
+    int them;
+    if (MPIR_CVAR_NOLOCAL || MPIR_Process.node_map == NULL ||
+        MPID_Get_node_id(op->comm, op->peer, &them) != MPI_SUCCESS)
+        return 0;
+    return them == MPIR_Process.node_map[MPIR_Process.rank];
+}
+
+/* Receiver, at match: the merging limit in bytes the plan uses (part_plan.c). n = gcd
+ * messages of bytes/n bytes; send_parts = the sender's partitions. */
+int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,
+                              int32_t n, int32_t max_msgs)
+{
+    if (op->aggregator == MPIDI_PART_AGGR_NONE)
+        return 0;
+    if (op->aggregator == MPIDI_PART_AGGR_SIZE || op->aggr_size > 0)
+        return op->aggr_size;
+    /* PLogGP: the merge factor k with the lowest predicted iteration time */
+    MPIDI_PART_model_t model = {.delta = (double) op->spread_us,
+        .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
+    };
+    MPIDI_PART_problem_t pb = {.bytes = bytes,.send_parts = send_parts,.ngcd = n };
+    int32_t k = MPIDI_PART_ploggp_choose(peer_on_node(op) ? &tables.shm : &tables.net, &model,
+                                         &pb, max_msgs, NULL);
+    if (k <= 1)
+        return 0;
+    int64_t per = bytes / n;
+    return per > 0 ? per * k : 1;       /* zero-byte messages: any limit merges them all */
+}

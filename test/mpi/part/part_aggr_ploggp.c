@@ -1,0 +1,226 @@
+/*
+ * part_aggr_ploggp.c: the PLogGP aggregator (MPIR_CVAR_PART_AGGREGATOR=ploggp) decides the
+ * wire layout (2 processes).
+ *
+ * Before MPI_Init each process writes a LogGP parameter file (two tables, "shm" and "net",
+ * with a large per-message overhead so that the model's choice differs between spreads)
+ * and sets MPIR_CVAR_PART_AGGREGATOR=ploggp and MPIR_CVAR_PART_LOGGP_FILE to it. What it
+ * asserts, for several geometries (send/receive partitions, bytes) and spreads
+ * (MPIR_CVAR_PART_AGGR_SPREAD_US written with MPI_T on both processes):
+ * - the wire messages of one iteration (part_wire_msgs_recvd / part_wire_msgs_sent deltas
+ *   over the iterations) equal ceil(g / k), with k the merge factor the model itself
+ *   chooses for that problem: the test compiles the engine's pure model (part_ploggp.c) and
+ *   evaluates MPIDI_PART_ploggp_choose on the same table (the "shm" table for a peer on the
+ *   same node, "net" with MPIR_CVAR_NOLOCAL=1), so it checks that the plan uses the model,
+ *   not the model (the unit tests do that);
+ * - some geometry and spread gives more than one wire message (so the test would notice a
+ *   plan that ignores the model and merges everything);
+ * - a positive MPIR_CVAR_PART_AGGR_SIZE overrides the model; MPIR_CVAR_PART_AGGREGATOR=none
+ *   (via -none on the command line, set before MPI_Init) never merges;
+ * - -badfile: a parameter file with a malformed line 3 makes MPI_Precv_init fail with
+ *   MPI_ERR_OTHER and a message naming the file and the line; no request is created;
+ * - every received byte is checked every iteration.
+ */
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "mpitest.h"
+/* the engine's pure model, compiled into this test (no MPICH header in it) */
+#include "../../../src/mpid/ch4/netmod/part/part_ploggp.c"
+
+#define ITERS 3
+
+static int rank, errs = 0;
+#include "part_pvar.h"
+
+static const char *table_text =
+    "transport shm\n"
+    "0      0.2  5.0  5.0  0.5  1.0e-4\n"
+    "65536  1.0  20.0 20.0 2.0  1.0e-4\n"
+    "transport net\n"
+    "0      5.0  10.0 10.0 5.0  1.0e-3\n"
+    "65536  20.0 40.0 40.0 20.0 5.0e-4\n";
+
+static void set_int_cvar(const char *name, int v)
+{
+    int idx, cnt;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: cvar %s missing\n", rank, name);
+        errs++;
+        return;
+    }
+    MPI_T_cvar_handle_alloc(idx, NULL, &h, &cnt);
+    if (MPI_T_cvar_write(h, &v) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: cannot write %s\n", rank, name);
+        errs++;
+    }
+    MPI_T_cvar_handle_free(&h);
+}
+
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* one geometry: rank 0 sends, rank 1 receives; returns wire messages per iteration seen */
+static long run(int spart, int rpart, int ints, MPI_Comm comm)
+{
+    int *buf = malloc(ints * sizeof(int));
+    MPI_Request req;
+    unsigned long long w0 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
+    if (rank == 0)
+        MPI_Psend_init(buf, spart, ints / spart, MPI_INT, 1, 5, comm, MPI_INFO_NULL, &req);
+    else
+        MPI_Precv_init(buf, rpart, ints / rpart, MPI_INT, 0, 5, comm, MPI_INFO_NULL, &req);
+    for (int it = 0; it < ITERS; it++) {
+        if (rank == 1)
+            memset(buf, 0xff, ints * sizeof(int));
+        MPI_Start(&req);
+        if (rank == 0) {
+            for (int i = 0; i < ints; i++)
+                buf[i] = it * 1000003 + i;
+            for (int p = spart - 1; p >= 0; p--)
+                MPI_Pready(p, req);
+        }
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rank == 1)
+            for (int i = 0; i < ints; i++)
+                if (buf[i] != it * 1000003 + i) {
+                    if (errs < 10)
+                        fprintf(stderr, "iter %d: buf[%d] = %d, expected %d\n", it, i, buf[i],
+                                it * 1000003 + i);
+                    errs++;
+                    break;
+                }
+    }
+    MPI_Request_free(&req);
+    MPI_Barrier(comm);
+    free(buf);
+    unsigned long long w1 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
+    return (long) ((w1 - w0) / ITERS);
+}
+
+int main(int argc, char **argv)
+{
+    char path[64];
+    int badfile = 0, none = 0, provided;
+
+    for (int i = 1; i < argc; i++) {
+        badfile |= strcmp(argv[i], "-badfile") == 0;
+        none |= strcmp(argv[i], "-none") == 0;
+    }
+    /* the parameter file, per process (hydra's PMI_RANK tells which) */
+    const char *pr = getenv("PMI_RANK");
+    snprintf(path, sizeof(path), "/tmp/part_aggr_ploggp.%d.%s.loggp", (int) getpid(),
+             pr ? pr : "x");
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return 1;
+    }
+    fputs(badfile ? "transport shm\n0 0.2 5.0 5.0 0.5 1.0e-4\n65536 1.0 twenty 20 2 1e-4\n" :
+          table_text, f);
+    fclose(f);
+    setenv("MPIR_CVAR_PART_AGGREGATOR", none ? "none" : "ploggp", 1);
+    setenv("MPIR_CVAR_PART_LOGGP_FILE", path, 1);
+
+    MTest_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    if (badfile) {
+        if (rank == 1) {
+            int buf[64], rc, cls, len;
+            char msg[MPI_MAX_ERROR_STRING];
+            MPI_Request req = MPI_REQUEST_NULL;
+            rc = MPI_Precv_init(buf, 4, 16, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+            MPI_Error_class(rc, &cls);
+            MPI_Error_string(rc, msg, &len);
+            if (cls != MPI_ERR_OTHER || strstr(msg, path) == NULL || strstr(msg, "line 3") == NULL) {
+                fprintf(stderr, "bad file: class %d (expected MPI_ERR_OTHER), message '%s' "
+                        "(expected the path %s and line 3)\n", cls, msg, path);
+                errs++;
+            }
+            if (req != MPI_REQUEST_NULL) {
+                fprintf(stderr, "bad file: a request was created\n");
+                errs++;
+            }
+        }
+    } else {
+        /* which table the engine uses for this peer */
+        MPI_Comm shared;
+        int nshared;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+        MPI_Comm_size(shared, &nshared);
+        MPI_Comm_free(&shared);
+        const char *nl = getenv("MPIR_CVAR_NOLOCAL");
+        int local = nshared == 2 && !(nl && atoi(nl) == 1);
+        MPIDI_PART_loggp_t table;
+        int line;
+        if (MPIDI_PART_loggp_parse(table_text, local ? "shm" : "net", &table, &line)) {
+            fprintf(stderr, "the test's own table does not parse (line %d)\n", line);
+            errs++;
+        }
+        static const struct {
+            int spart, rpart, ints;
+        } geo[] = { {32, 32, 32 * 256}, {32, 16, 1 << 20}, {8, 12, 24 * 1024}, {1, 1, 100},
+                    {64, 64, 64 * 4096} };
+        static const int spreads[] = { 0, 100, 5000 };
+        long most = 0;
+        for (int s = 0; s < 3; s++) {
+            set_int_cvar("MPIR_CVAR_PART_AGGR_SPREAD_US", spreads[s]);
+            for (unsigned c = 0; c < sizeof(geo) / sizeof(geo[0]); c++) {
+                int g = gcd(geo[c].spart, geo[c].rpart);
+                MPIDI_PART_model_t model = {.delta = spreads[s],
+                    .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
+                };
+                MPIDI_PART_problem_t pb = {.bytes = (int64_t) geo[c].ints * sizeof(int),
+                    .send_parts = geo[c].spart,.ngcd = g
+                };
+                int k = none ? 1 : MPIDI_PART_ploggp_choose(&table, &model, &pb, 0, NULL);
+                long want = (g + k - 1) / k;
+                long got = run(geo[c].spart, geo[c].rpart, geo[c].ints, MPI_COMM_WORLD);
+                if (got != want) {
+                    fprintf(stderr, "rank %d: spread %d us, %d -> %d partitions, %d ints: %ld "
+                            "wire messages per iteration, the model chose k = %d (%ld)\n",
+                            rank, spreads[s], geo[c].spart, geo[c].rpart, geo[c].ints, got, k,
+                            want);
+                    errs++;
+                }
+                if (got > most)
+                    most = got;
+            }
+        }
+        if (most < 2) {
+            fprintf(stderr, "rank %d: the model never split a transfer: the test proves "
+                    "nothing (table or spreads too small)\n", rank);
+            errs++;
+        }
+        /* a positive AGGR_SIZE overrides the model (ploggp) or is ignored (none) */
+        set_int_cvar("MPIR_CVAR_PART_AGGR_SIZE", 4096);
+        long got = run(32, 32, 32 * 256, MPI_COMM_WORLD);       /* 1 KiB gcd-messages */
+        long want = none ? 32 : 8;
+        if (got != want) {
+            fprintf(stderr, "rank %d: AGGR_SIZE 4096 with aggregator %s: %ld wire messages, "
+                    "expected %ld\n", rank, none ? "none" : "ploggp", got, want);
+            errs++;
+        }
+        set_int_cvar("MPIR_CVAR_PART_AGGR_SIZE", 0);
+    }
+
+    if (pv_session != MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_free(&pv_session);
+    MPI_T_finalize();
+    unlink(path);
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
