@@ -211,6 +211,14 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     MPIDI_Datatype_get_info(1, datatype, dt_contig, dt_bytes, dt_ptr, true_lb);
     (void) dt_bytes;
     (void) dt_ptr;
+    /* the bytes of one partition and of the whole buffer must fit MPI_Aint */
+    MPI_Aint part_extent, part_bytes, total_bytes, span, ext_abs = extent < 0 ? -extent : extent;
+    MPIR_ERR_CHKANDJUMP3(__builtin_mul_overflow(ext_abs, count, &part_extent) ||
+                         __builtin_mul_overflow(size, count, &part_bytes) ||
+                         __builtin_mul_overflow(part_bytes, (MPI_Aint) partitions, &total_bytes) ||
+                         __builtin_mul_overflow(part_extent, (MPI_Aint) partitions, &span),
+                         mpi_errno, MPI_ERR_COUNT, "**partoverflow", "**partoverflow %d %L %L",
+                         partitions, (long long) count, (long long) size);
 
     op = MPL_calloc(1, sizeof(*op), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDSTMT(op == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail, "**nomem");
