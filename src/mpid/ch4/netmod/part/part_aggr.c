@@ -68,6 +68,15 @@ static struct {
     MPIDI_PART_loggp_t shm, net;
 } tables;
 
+/* The table `name` of the file, else its first table. */
+static int table_load(const char *path, const char *name, MPIDI_PART_loggp_t * out, int *line)
+{
+    int err = MPIDI_PART_loggp_load(path, name, out, line);
+    if (err == MPIDI_PART_LOGGP_ENOTFOUND || err == MPIDI_PART_LOGGP_EEMPTY)
+        err = MPIDI_PART_loggp_load(path, NULL, out, line);
+    return err;
+}
+
 static void tables_load(void)
 {
     const char *path = MPIR_CVAR_PART_LOGGP_FILE;
@@ -77,14 +86,9 @@ static void tables_load(void)
     if (path == NULL || path[0] == 0)
         return;
     snprintf(tables.path, sizeof(tables.path), "%s", path);
-    tables.err = MPIDI_PART_loggp_load(path, "shm", &tables.shm, &tables.line);
-    if (tables.err == MPIDI_PART_LOGGP_ENOTFOUND || tables.err == MPIDI_PART_LOGGP_EEMPTY)
-        tables.err = MPIDI_PART_loggp_load(path, NULL, &tables.shm, &tables.line);
-    if (tables.err)
-        return;
-    tables.err = MPIDI_PART_loggp_load(path, "net", &tables.net, &tables.line);
-    if (tables.err == MPIDI_PART_LOGGP_ENOTFOUND || tables.err == MPIDI_PART_LOGGP_EEMPTY)
-        tables.err = MPIDI_PART_loggp_load(path, NULL, &tables.net, &tables.line);
+    tables.err = table_load(path, "shm", &tables.shm, &tables.line);
+    if (!tables.err)
+        tables.err = table_load(path, "net", &tables.net, &tables.line);
 }
 
 /* MPI_Precv_init: read and check the aggregator CVARs. */

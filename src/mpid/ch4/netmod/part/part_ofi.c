@@ -72,7 +72,7 @@ typedef struct {
 typedef struct MPIDI_PART_ofiop {
     uint32_t slot;              /* ours: the peer's immediates name it */
     uint32_t peer_slot;
-    fi_addr_t peer_fa;          /* the peer's endpoint 0 (credits) */
+    fi_addr_t peer_fa;          /* receiver: the sender's endpoint 0 (credits go there) */
     int neps;                   /* endpoints the messages use */
     uint8_t *msg_ep;            /* endpoint of each message (NULL: all on endpoint 0) */
     fi_addr_t *peer_fa_ep;      /* sender: the receiver's endpoint per index */
@@ -643,8 +643,8 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int m)
     if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 1))
         return -FI_EIO;         /* testing aid: the provider refused the write */
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
-                        o->peer_fa_ep ? o->peer_fa_ep[msg_ep(o, m)] : o->peer_fa,
-                        o->raddr + (uint64_t) off, o->rkey, &o->wctx[m].fctx);
+                        o->peer_fa_ep[msg_ep(o, m)], o->raddr + (uint64_t) off, o->rkey,
+                        &o->wctx[m].fctx);
 }
 
 /* A credit's context lives until its completion is read (the receiver may have freed
@@ -1034,7 +1034,6 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
         bad = (o->peer_fa_ep[v] == FI_ADDR_NOTAVAIL) ? 2 : 0;
         at += 2 + len;
     }
-    o->peer_fa = o->peer_fa_ep[0];
     if (!bad && ofi.mr_local) {
         uint64_t key, ra;
         rc = mr_register(op->buf, (size_t) op->total_bytes, FI_WRITE, &o->mr, &o->desc, &key,
