@@ -153,6 +153,20 @@ else
   fi
 fi
 
+# ---- libraries loaded beside libibverbs ----
+# Debian's libfabric links librdmacm and libefa, bound at load time (BIND_NOW): a process
+# that links libfabric (as libmpi does with the RDMA transport) only starts under the
+# emulator if every symbol they bind exists (src/compat.cpp). (libfabric keeps the device
+# context its efa provider opened to probe until exit: not checked for leaks here.)
+FI_INFO=$(command -v fi_info || true)
+if [ -z "$FI_INFO" ]; then
+  skip "fi_info (libfabric-bin) not installed: libfabric under the emulator not checked"
+elif VERBSEMU_CHECK_LEAKS=0 LD_LIBRARY_PATH="$LIB" timeout 30 "$FI_INFO" -p tcp >"$tmp/fi" 2>&1 && grep -q 'provider: tcp' "$tmp/fi"; then
+  ok "fi_info (libfabric, librdmacm, libefa) starts and lists its tcp provider under the emulator"
+else
+  nok "fi_info starts under the emulator"; indent <"$tmp/fi"
+fi
+
 # ---- nothing left behind ----
 if "$LIB/verbsemu-stat" >"$tmp/stat" 2>&1; then
   ok "registry empty after all tests (verbsemu-stat)"

@@ -209,8 +209,12 @@ struct Registry {
 };
 
 // ---- process-local wrappers around the public structs (public struct first) ----
+// Laid out as rdma-core's extended context (a verbs_context whose last member is the
+// ibv_context), every extended op NULL, so that verbs.h's inline wrappers still fall back to
+// the legacy exports and provider libraries that take any context for one of theirs (libefa,
+// loaded by libfabric) find a valid verbs_context and refuse it instead of crashing.
 struct EmuContext {
-  ibv_context ctx;
+  verbs_context vctx;
   uint32_t slot;
   uint64_t id;
 };

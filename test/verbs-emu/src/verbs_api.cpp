@@ -1,7 +1,8 @@
 // verbs-emu public entry points: the libibverbs functions exported under their IBVERBS_1.x
 // symbol versions (see libibverbs.map) plus the ibv_context_ops used by the static inline
-// post/poll calls of <infiniband/verbs.h>. Contexts are not "extended" (abi_compat == NULL), so
-// every *_ex inline fails cleanly with EOPNOTSUPP or falls back to the exported legacy call.
+// post/poll calls of <infiniband/verbs.h>. Contexts are "extended" with every extended op NULL
+// (EmuContext), so every *_ex inline fails cleanly with EOPNOTSUPP or falls back to the
+// exported legacy call.
 #include "emu.hpp"
 
 #include <endian.h>
@@ -59,7 +60,10 @@ int dev_index(const ibv_device* d) {
   return -1;
 }
 
-EmuContext* ectx(ibv_context* c) { return reinterpret_cast<EmuContext*>(c); }
+EmuContext* ectx(ibv_context* c) {
+  return reinterpret_cast<EmuContext*>(reinterpret_cast<char*>(c) - offsetof(EmuContext, vctx) -
+                                       offsetof(verbs_context, context));
+}
 uint32_t ctx_slot(ibv_context* c) { return ectx(c)->slot; }
 EmuQp* eqp(ibv_qp* q) { return reinterpret_cast<EmuQp*>(q); }
 EmuCq* ecq(ibv_cq* c) { return reinterpret_cast<EmuCq*>(c); }
@@ -474,19 +478,20 @@ ibv_context* ibv_open_device(ibv_device* device) {
     c->slot = s;
     c->id = rec.id;
   }
-  c->ctx.device = device;
-  c->ctx.ops.poll_cq = emu_poll_cq;
-  c->ctx.ops.req_notify_cq = emu_req_notify_cq;
-  c->ctx.ops.post_send = emu_post_send;
-  c->ctx.ops.post_recv = emu_post_recv;
-  c->ctx.ops.post_srq_recv = emu_post_srq_recv;
-  c->ctx.cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-  c->ctx.async_fd = open_bound_socket("as", c->id);
-  c->ctx.num_comp_vectors = 1;
-  pthread_mutex_init(&c->ctx.mutex, nullptr);
-  c->ctx.abi_compat = nullptr;
-  if (c->ctx.async_fd < 0) diag("async event socket: %s", strerror(errno));
-  return &c->ctx;
+  c->vctx.context.device = device;
+  c->vctx.context.ops.poll_cq = emu_poll_cq;
+  c->vctx.context.ops.req_notify_cq = emu_req_notify_cq;
+  c->vctx.context.ops.post_send = emu_post_send;
+  c->vctx.context.ops.post_recv = emu_post_recv;
+  c->vctx.context.ops.post_srq_recv = emu_post_srq_recv;
+  c->vctx.context.cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  c->vctx.context.async_fd = open_bound_socket("as", c->id);
+  c->vctx.context.num_comp_vectors = 1;
+  pthread_mutex_init(&c->vctx.context.mutex, nullptr);
+  c->vctx.sz = sizeof(verbs_context);
+  c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  if (c->vctx.context.async_fd < 0) diag("async event socket: %s", strerror(errno));
+  return &c->vctx.context;
 }
 
 int ibv_close_device(ibv_context* context) {
@@ -498,9 +503,9 @@ int ibv_close_device(ibv_context* context) {
     for (auto& l : left) g.leak_notes.push_back(l + " (still alive at ibv_close_device)");
     g.reg->ctx[c->slot].in_use = 0;
   }
-  if (c->ctx.cmd_fd >= 0) close(c->ctx.cmd_fd);
-  if (c->ctx.async_fd >= 0) close(c->ctx.async_fd);
-  pthread_mutex_destroy(&c->ctx.mutex);
+  if (c->vctx.context.cmd_fd >= 0) close(c->vctx.context.cmd_fd);
+  if (c->vctx.context.async_fd >= 0) close(c->vctx.context.async_fd);
+  pthread_mutex_destroy(&c->vctx.context.mutex);
   delete c;
   return 0;
 }
