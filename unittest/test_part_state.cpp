@@ -51,8 +51,12 @@ struct Op {
     {
         if (MPIDI_PART_st_get_state(&st) != MPIDI_PART_ST_PLANNED) {
             std::lock_guard<std::mutex> g(lock);
-            if (MPIDI_PART_st_get_state(&st) != MPIDI_PART_ST_PLANNED)
-                return MPIDI_PART_st_ready_unplanned(&st, p);
+            if (MPIDI_PART_st_get_state(&st) != MPIDI_PART_ST_PLANNED) {
+                int rc = MPIDI_PART_st_ready_unplanned(&st, p);
+                if (rc == MPIDI_PART_READY_LAST)
+                    completions++;  // nothing travels: the last ready ends the iteration
+                return rc;
+            }
         }
         int m = MPIDI_PART_st_ready(&st, p);
         if (m >= 0) {
@@ -202,6 +206,68 @@ TEST(PartState, EmptyPlanCompletesAtOnce)
     EXPECT_EQ(op.plan(0, 0), 0);  // nmsgs 0
     EXPECT_EQ(MPIDI_PART_st_get_state(&op.st), MPIDI_PART_ST_EMPTY);
     EXPECT_EQ(op.start(), MPIDI_PART_START_COMPLETE);
+}
+
+// A send with partitions (of 0 bytes) matched to a receive of 0 partitions: nothing travels,
+// but MPI completes the send only once every partition is ready (issue 12: it completed at
+// MPI_Start from the second iteration on, and at the plan in the first).
+TEST(PartState, EmptyPlanSenderCompletesWithItsLastReady)
+{
+    Op op(true, 3);
+    EXPECT_EQ(op.plan(0, 0), 0);  // plan known before the first start
+    EXPECT_EQ(MPIDI_PART_st_get_state(&op.st), MPIDI_PART_ST_EMPTY);
+    for (int it = 1; it <= 3; it++) {
+        EXPECT_EQ(op.start(), MPIDI_PART_START_AWAIT_READY);
+        EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));
+        EXPECT_EQ(op.pready(2), 0);
+        EXPECT_EQ(op.pready(2), MPIDI_PART_READY_TWICE);
+        EXPECT_EQ(op.pready(0), 0);
+        EXPECT_EQ(op.completions, it - 1);
+        EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));
+        EXPECT_EQ(op.pready(1), MPIDI_PART_READY_LAST);
+        EXPECT_EQ(op.completions, it);
+        EXPECT_FALSE(MPIDI_PART_st_is_running(&op.st));
+        EXPECT_EQ(op.pready(1), MPIDI_PART_READY_TWICE);  // still once per iteration
+        EXPECT_EQ(op.completions, it);
+    }
+    EXPECT_TRUE(op.sent.empty());
+}
+
+TEST(PartState, EmptyPlanAfterStartCountsThePartitionsReadiedBefore)
+{
+    // some partitions readied before the plan: the iteration goes on after it
+    Op op(true, 4);
+    EXPECT_EQ(op.start(), MPIDI_PART_START_DEFER);
+    EXPECT_EQ(op.pready(3), 0);
+    EXPECT_EQ(op.pready(0), 0);
+    EXPECT_EQ(op.plan(0, 0), 0);
+    EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));  // the caller must not complete it
+    EXPECT_EQ(op.pready(1), 0);
+    EXPECT_EQ(op.pready(2), MPIDI_PART_READY_LAST);
+    EXPECT_FALSE(MPIDI_PART_st_is_running(&op.st));
+    EXPECT_EQ(op.start(), MPIDI_PART_START_AWAIT_READY);  // and the next iteration waits too
+
+    // every partition readied before the plan: the plan's caller completes the iteration
+    Op all(true, 2);
+    all.start();
+    all.pready(0);
+    all.pready(1);
+    EXPECT_EQ(all.plan(0, 0), 0);
+    EXPECT_FALSE(MPIDI_PART_st_is_running(&all.st));
+    EXPECT_EQ(all.completions, 0);  // the plan's caller does it (handle_plan)
+}
+
+TEST(PartState, EmptyPlanReceiverAndNoPeerCompleteAtOnce)
+{
+    Op recv(false, 4);  // receive with partitions against a send of 0 partitions
+    EXPECT_EQ(recv.plan(0, 0), 0);
+    EXPECT_EQ(recv.start(), MPIDI_PART_START_COMPLETE);
+    Op send(true, 4);  // MPI_PROC_NULL: as soon as possible, readied or not
+    MPIDI_PART_st_no_peer(&send.st);
+    EXPECT_EQ(MPIDI_PART_st_get_state(&send.st), MPIDI_PART_ST_EMPTY);
+    EXPECT_EQ(send.start(), MPIDI_PART_START_COMPLETE);
+    EXPECT_EQ(send.pready(0), 0);  // allowed, changes nothing
+    EXPECT_EQ(send.completions, 0);
 }
 
 TEST(PartState, RejectsPlansThatDoNotFit)

@@ -24,9 +24,9 @@
  *   readying it, with values derived from (seed, round, operation, iteration, element), in a
  *   random order across all its live operations, by MPI_Pready, MPI_Pready_range and
  *   MPI_Pready_list (also lists of two non-adjacent runs). In between it calls MPI_Test on a
- *   send (must not complete while a partition is unreadied; not done for a send whose receive
- *   has 0 partitions unless -strict=1: the engine completes such a send at MPI_Start once the
- *   plan is known, and the later MPI_Pready* then fail as on an inactive request) or
+ *   send (must not complete while a partition is unreadied, also when its receive has 0
+ *   partitions and nothing travels: issue 12, the engine completed such a send at MPI_Start;
+ *   -strict=0 leaves those sends out) or
  *   MPI_Parrived / MPI_Test on a receive. Then every operation completes, in random order,
  *   by MPI_Wait, an MPI_Test loop, MPI_Parrived polling then MPI_Wait (each partition checked
  *   as soon as it is reported and must stay reported), or all at once by MPI_Waitall / an
@@ -77,7 +77,7 @@ static int rank, errs = 0;
 #define MAX_REPORTS 20
 
 static int seed, cur_round = -1;
-static int strict = 0;          /* -strict: also MPI_Test sends whose receive has 0 partitions */
+static int strict = 1;          /* -strict=0: no MPI_Test of sends whose receive has 0 parts */
 static char where[512] = "start";       /* for the watchdog */
 
 /* ---- deterministic random numbers (splitmix64) ------------------------------------------ */
@@ -850,7 +850,7 @@ int main(int argc, char *argv[])
     cycles = MTestArgListGetInt_with_default(head, "cycles", 1500);
     secs = MTestArgListGetInt_with_default(head, "secs", 90);
     wd = MTestArgListGetInt_with_default(head, "watchdog", 60);
-    strict = MTestArgListGetInt_with_default(head, "strict", 0);
+    strict = MTestArgListGetInt_with_default(head, "strict", 1);
     MTestArgListDestroy(head);
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);

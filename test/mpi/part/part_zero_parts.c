@@ -12,6 +12,13 @@
  *   than send); status count 0, the receive buffer untouched.
  * - Send 4 partitions of 8 ints against a receive of 0 partitions: MPI_Wait returns an error
  *   of class MPI_ERR_TRUNCATE on both sides, every iteration; the receive buffer untouched.
+ * - Send 4 partitions of 0 ints against a receive of 0 partitions (issue 12): nothing
+ *   travels, but the send must not complete before its last partition is readied: MPI_Test
+ *   on it stays false after MPI_Start (the first iteration is started before the receive
+ *   exists, so its plan arrives while the send is tested) and after each of the first 3
+ *   partitions is readied (MPI_Pready, MPI_Pready_range, MPI_Pready_list); it completes
+ *   with MPI_SUCCESS after the 4th. The receive completes with count 0; neither buffer is
+ *   written.
  * - Afterwards a normal pair on the same tag carries correct data (nothing left over).
  */
 
@@ -154,6 +161,86 @@ static void run(int sparts, int rparts, int tag, int want_cls, const char *name)
     pair_sync();
 }
 
+/* The send must still be incomplete: MPI_Test it for about ms milliseconds. */
+static void send_not_complete(MPI_Request * req, int ms, int unready, int it)
+{
+    double t0 = MPI_Wtime();
+    do {
+        int flag = 0, err = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS || flag) {
+            fprintf(stderr, "rank 0 iter %d: send of 4 x 0 ints to a receive of 0 partitions: "
+                    "MPI_Test returned %d with flag %d while %d of 4 partitions are unreadied\n",
+                    it, err, flag, unready);
+            errs++;
+            MPI_Abort(MPI_COMM_WORLD, 1);       /* the request is inactive now */
+        }
+    } while (MPI_Wtime() - t0 < ms / 1000.0);
+}
+
+static void zero_bytes_send(int tag)
+{
+    const char *name = "send 4 x 0 ints, receive 0 partitions";
+    int sbuf[8], rbuf[8], err, n;
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Status st;
+
+    for (int i = 0; i < 8; i++)
+        sbuf[i] = rbuf[i] = SENTINEL;
+    if (rank == 0)
+        expect_class(MPI_Psend_init(sbuf, 4, 0, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req),
+                     MPI_SUCCESS, "MPI_Psend_init (4 x 0 ints)", -1);
+    for (int it = 0; it < ITERS; it++) {
+        if (rank == 0) {
+            expect_class(MPI_Start(&req), MPI_SUCCESS, "MPI_Start (4 x 0 ints)", it);
+            send_not_complete(&req, 1, 4, it);
+            pair_sync();        /* the receive is initialised (iteration 0) and started */
+            pair_sync();        /* its PLAN is on the way: it arrives in these MPI_Test calls */
+            send_not_complete(&req, 200, 4, it);
+            if (it % 3 == 0) {
+                for (int p = 0; p < 3; p++) {
+                    MPI_Pready(p, req);
+                    send_not_complete(&req, 20, 3 - p, it);
+                }
+            } else if (it % 3 == 1) {
+                MPI_Pready_range(0, 2, req);
+                send_not_complete(&req, 50, 1, it);
+            } else {
+                int list[3] = { 3, 0, 1 };
+                MPI_Pready_list(3, list, req);
+                send_not_complete(&req, 50, 1, it);
+            }
+            expect_class(MPI_Pready(it % 3 == 2 ? 2 : 3, req), MPI_SUCCESS,
+                         "MPI_Pready of the last partition (4 x 0 ints)", it);
+            err = test_limit(&req, &st, "MPI_Wait (send of 4 x 0 ints)", it);
+            expect_class(err, MPI_SUCCESS, "MPI_Wait (send of 4 x 0 ints)", it);
+            check_untouched(sbuf, 8, name, it);
+        } else {
+            pair_sync();        /* the send is started first */
+            if (it == 0)
+                expect_class(MPI_Precv_init(rbuf, 0, 8, MPI_INT, 0, tag, comm, MPI_INFO_NULL,
+                                            &req), MPI_SUCCESS, "MPI_Precv_init (0 partitions)",
+                             -1);
+            expect_class(MPI_Start(&req), MPI_SUCCESS, "MPI_Start (receive of 0 partitions)",
+                         it);
+            err = test_limit(&req, &st, "MPI_Wait (receive of 0 partitions)", it);
+            expect_class(err, MPI_SUCCESS, "MPI_Wait (receive of 0 partitions)", it);
+            n = -1;
+            MPI_Get_count(&st, MPI_INT, &n);
+            if (n != 0) {
+                fprintf(stderr, "rank 1 iter %d: %s: status count %d, expected 0\n", it, name,
+                        n);
+                errs++;
+            }
+            check_untouched(rbuf, 8, name, it);
+            pair_sync();
+        }
+        pair_sync();
+    }
+    if (req != MPI_REQUEST_NULL)
+        expect_class(MPI_Request_free(&req), MPI_SUCCESS, "MPI_Request_free (4 x 0 ints)", -1);
+    pair_sync();
+}
+
 static void normal_pair(int tag)
 {
     int buf[64] = { 0 };
@@ -203,6 +290,7 @@ int main(int argc, char *argv[])
     run(0, 0, 1, MPI_SUCCESS, "send 0 partitions, receive 0 partitions");
     run(0, 4, 2, MPI_SUCCESS, "send 0 partitions, receive 4 x 8 ints");
     run(4, 0, 3, MPI_ERR_TRUNCATE, "send 4 x 8 ints, receive 0 partitions");
+    zero_bytes_send(4);
     normal_pair(1);
 
     MPI_Comm_free(&comm);

@@ -279,10 +279,8 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
         op->is_local = MPIDI_av_is_local(MPIDIU_comm_rank_to_av(comm, peer));
     MPIDI_REQUEST(req, is_local) = op->is_local;
 #endif
-    if (peer == MPI_PROC_NULL) {
-        MPIDI_PART_plan_t none = { 0, 0, 0 };
-        MPIDI_PART_st_plan(&op->st, &none, NULL, NULL, NULL, 1, NULL);
-    }
+    if (peer == MPI_PROC_NULL)
+        MPIDI_PART_st_no_peer(&op->st);
 
     MPIDI_PART_LOCK();
     op->all_next = MPIDI_PART_global.all;
@@ -522,7 +520,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
-    int i = 0;
+    int i = 0, last = 0;
 
     if (unlikely(!op->is_send || !MPIR_Part_request_is_active(request))) {
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_REQUEST, "**partnotactive", "**partnotactive %s",
@@ -530,18 +528,25 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
     }
     if (unlikely(MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)) {
         /* before the plan (or nothing travels): flags only, under the lock; the plan's
-         * installation counts them. Re-checked under the lock: the plan may have come. */
+         * installation counts them. Re-checked under the lock: the plan may have come.
+         * With nothing to send (EMPTY), the last partition readied ends the iteration. */
         MPIDI_PART_LOCK();
         int planned = MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED;
         for (; !planned && i < n; i++) {
             int p = list ? list[i] : lo + i;
-            if (MPIDI_PART_st_ready_unplanned(&op->st, p) == MPIDI_PART_READY_TWICE) {
-                MPIDI_PART_UNLOCK();
+            int rc = MPIDI_PART_st_ready_unplanned(&op->st, p);
+            if (rc == MPIDI_PART_READY_LAST) {
+                last = 1;
+            } else if (rc == MPIDI_PART_READY_TWICE) {
                 mpi_errno = ready_twice_error(p);
-                goto fn_fail;
+                break;
             }
         }
         MPIDI_PART_UNLOCK();
+        if (last)
+            MPIDI_PART_complete_iteration(op);
+        if (mpi_errno)
+            goto fn_fail;
     }
     for (; i < n; i++) {
         int p = list ? list[i] : lo + i;

@@ -325,8 +325,8 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
         nsend = MPIDI_PART_st_plan(&op->st, &hdr->plan, op->cntr, op->held, op->done, armed,
                                    tosend);
         MPIR_Assert(nsend >= 0);
-        if (tp == NULL)
-            complete = was;     /* EMPTY */
+        if (tp == NULL) /* EMPTY: a send with partitions ends with its last MPI_Pready */
+            complete = was && !MPIDI_PART_st_is_running(&op->st);
     } else {
         complete = MPIDI_PART_st_fail(&op->st);
     }

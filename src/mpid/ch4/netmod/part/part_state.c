@@ -38,6 +38,16 @@ static void begin_iteration(MPIDI_PART_st_t * st, int always_armed)
     __atomic_store_n(&st->running, 1, __ATOMIC_RELEASE);
 }
 
+/* EMPTY sender: the iteration runs until every partition is readied. */
+static void begin_await_ready(MPIDI_PART_st_t * st)
+{
+    int32_t unready = 0;
+    for (int32_t p = 0; p < st->partitions; p++)
+        unready += !__atomic_load_n(&st->ready[p], __ATOMIC_RELAXED);
+    st->left = unready;
+    __atomic_store_n(&st->running, unready > 0, __ATOMIC_RELEASE);
+}
+
 int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed)
 {
     st->iter++;
@@ -54,6 +64,11 @@ int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed)
             begin_iteration(st, always_armed);
             __atomic_thread_fence(__ATOMIC_RELEASE);
             return MPIDI_PART_START_RUN;
+        case MPIDI_PART_ST_EMPTY:
+            if (!st->await_ready)
+                return MPIDI_PART_START_COMPLETE;
+            begin_await_ready(st);
+            return MPIDI_PART_START_AWAIT_READY;
         default:
             return MPIDI_PART_START_COMPLETE;
     }
@@ -67,6 +82,9 @@ int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int
     if (MPIDI_PART_st_get_state(st) != MPIDI_PART_ST_UNPLANNED || plan->nmsgs < 0)
         return -1;
     if (plan->nmsgs == 0) {
+        st->await_ready = st->is_send && st->partitions > 0;
+        if (st->started_unplanned && st->await_ready)
+            begin_await_ready(st);
         st->started_unplanned = 0;
         __atomic_store_n(&st->state, MPIDI_PART_ST_EMPTY, __ATOMIC_RELEASE);
         return 0;
@@ -112,10 +130,21 @@ int MPIDI_PART_st_fail(MPIDI_PART_st_t * st)
     return was_started;
 }
 
+void MPIDI_PART_st_no_peer(MPIDI_PART_st_t * st)
+{
+    st->await_ready = 0;
+    __atomic_store_n(&st->state, MPIDI_PART_ST_EMPTY, __ATOMIC_RELEASE);
+}
+
 int MPIDI_PART_st_ready_unplanned(MPIDI_PART_st_t * st, int32_t p)
 {
     if (__atomic_exchange_n(&st->ready[p], 1, __ATOMIC_RELAXED))
         return MPIDI_PART_READY_TWICE;
+    if (st->await_ready && __atomic_load_n(&st->running, __ATOMIC_RELAXED) &&
+        MPIDI_PART_st_get_state(st) == MPIDI_PART_ST_EMPTY && --st->left == 0) {
+        __atomic_store_n(&st->running, 0, __ATOMIC_RELEASE);
+        return MPIDI_PART_READY_LAST;
+    }
     return 0;
 }
 

@@ -11,8 +11,13 @@
  *   UNPLANNED --plan--> PLANNED            the receiver's PLAN (sender) or match (receiver)
  *   UNPLANNED --fail--> FAILED             the plan is an error (size mismatch, ...): every
  *                                          iteration completes at once with that error
- *   (init) ----------> EMPTY               nothing ever travels (MPI_PROC_NULL, or a plan of
- *   UNPLANNED --plan(0 msgs)--> EMPTY      zero wire messages): iterations complete at once
+ *   (init) ----------> EMPTY               no peer (MPI_PROC_NULL, MPIDI_PART_st_no_peer):
+ *                                          nothing travels, iterations complete at once
+ *   UNPLANNED --plan(0 msgs)--> EMPTY      a side has 0 partitions: nothing travels; a
+ *                                          receiver's iterations complete at once, a
+ *                                          sender's with its last readied partition (MPI:
+ *                                          a send completes only once every partition is
+ *                                          ready, also when they hold 0 bytes)
  *
  * Iterations: MPIDI_PART_st_start begins one (iter counts them on both sides; the k-th start
  * of the send pairs with the k-th start of the receive). A start before the plan is known is
@@ -47,12 +52,15 @@ enum MPIDI_PART_st_state {
 enum MPIDI_PART_st_start_action {
     MPIDI_PART_START_COMPLETE = 0,      /* complete the iteration at once (EMPTY or FAILED) */
     MPIDI_PART_START_DEFER,     /* no plan yet: the iteration begins at plan time */
-    MPIDI_PART_START_RUN        /* per-iteration state reset: arm (receiver) / wait for ready */
+    MPIDI_PART_START_RUN,       /* per-iteration state reset: arm (receiver) / wait for ready */
+    MPIDI_PART_START_AWAIT_READY        /* EMPTY sender with partitions: nothing travels; the
+                                         * iteration completes with its last MPI_Pready */
 };
 
 /* Result of readying one partition. */
 #define MPIDI_PART_READY_TWICE   (-2)   /* already readied in this iteration */
 #define MPIDI_PART_READY_PENDING (-1)   /* its message still waits for other partitions */
+#define MPIDI_PART_READY_LAST    1      /* EMPTY sender: the iteration's last partition */
 
 typedef struct MPIDI_PART_st {
     int32_t is_send;
@@ -70,7 +78,9 @@ typedef struct MPIDI_PART_st {
     uint8_t *held;              /* sender: complete while not armed (lock held) */
     int32_t nheld;
     uint8_t *done;              /* per message: done in this iteration (atomic) */
-    int32_t left;               /* messages of this iteration not yet done (atomic) */
+    int32_t left;               /* messages of this iteration not yet done (atomic); EMPTY
+                                 * sender awaiting readies: partitions not yet readied */
+    int32_t await_ready;        /* EMPTY sender whose iterations end with the last ready */
 } MPIDI_PART_st_t;
 
 /* ready: caller-provided array of partitions int32_t (sender; NULL for a receiver). */
@@ -91,11 +101,17 @@ static inline int MPIDI_PART_st_is_running(const MPIDI_PART_st_t * st)
  * the transport needs no per-iteration credit (a sender then sends as messages complete). */
 int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed);
 
+/* Before the op is shared. No peer (MPI_PROC_NULL): EMPTY, every iteration completes at
+ * once ("as soon as possible"), readied or not. */
+void MPIDI_PART_st_no_peer(MPIDI_PART_st_t * st);
+
 /* Lock held. Install the plan (UNPLANNED -> PLANNED, or EMPTY when it has no message).
  * cntr, held, done: caller-provided arrays of plan->nmsgs entries. If an iteration was
  * started before, it begins now: the messages already complete are written to
  * complete_out (capacity nmsgs) and their number returned; they must be sent when armed
- * (always_armed), else they are held. Returns -1 on an invalid plan. */
+ * (always_armed), else they are held. Returns -1 on an invalid plan. With no message
+ * (EMPTY) a started sender with partitions stays running until its last partition is
+ * readied: the iteration is over when MPIDI_PART_st_is_running is false. */
 int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int32_t * cntr,
                        uint8_t * held, uint8_t * done, int always_armed, int32_t * complete_out);
 
@@ -117,7 +133,8 @@ static inline int32_t MPIDI_PART_st_ready(MPIDI_PART_st_t * st, int32_t p)
 }
 
 /* Lock held. Ready partition p before the plan is known (or in a FAILED/EMPTY iteration):
- * only the flag. Returns 0 or MPIDI_PART_READY_TWICE. */
+ * only the flag. Returns 0, MPIDI_PART_READY_TWICE, or MPIDI_PART_READY_LAST when p was
+ * the last unready partition of an EMPTY sender's iteration: the caller completes it. */
 int MPIDI_PART_st_ready_unplanned(MPIDI_PART_st_t * st, int32_t p);
 
 static inline int MPIDI_PART_st_is_armed(const MPIDI_PART_st_t * st)
