@@ -7,6 +7,10 @@
 #   bench/run.sh --full     larger sweep (sizes up to 64 MiB, 100 ms compute, more iterations)
 #   bench/run.sh --smoke    our MPICH only, tiny sweep, every byte verified, ~20 s; exits
 #                           non-zero on any verification failure or error (for the test command)
+#   HOSTS=a,b bench/run.sh --ib   seed 000's table on a real InfiniBand pair: verbs and tag
+#                           transports against stock, one rank per host (mpiexec -hosts a,b)
+# The verbs-emu-* rows run the verbs backend on the verbs emulator: correctness only; their
+# timings are NOT hardware timings (report.py prints them apart, in no ratio).
 #   options: --rounds K     repeat the whole alternation K times (default 2, smoke 1; per
 #                           point report.py keeps the round whose mean is the lower median,
 #                           i.e. the faster of two)
@@ -44,13 +48,14 @@ may_install=1
 while [ $# -gt 0 ]; do
     case $1 in
         --full) mode=full ;;
+        --ib) mode=ib ;;
         --smoke) mode=smoke ;;
         --rounds) rounds=$2; shift ;;
         --only) only=$2; shift ;;
         --stock) smoke_stock=1 ;;
         --no-stock) use_stock=0 ;;
         --no-install) may_install=0 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -152,6 +157,11 @@ tcp_env="--env=MPIR_CVAR_NOLOCAL=1 --env=UCX_TLS=tcp,self"
 # geometry (pipe-*, tcp-*, earlybird, overhead-*) of the same run
 rdma_shm="--ours-env=MPIR_CVAR_PART_TRANSPORT=ofi --ours-env=MPIR_CVAR_PART_OFI_PROVIDER=shm"
 rdma_tcp="--ours-env=MPIR_CVAR_PART_TRANSPORT=ofi --ours-env=MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm $tcp_env"
+# The verbs backend on the verbs emulator (test/verbs-emu): correctness only (data verified);
+# its timings are the emulator's (a system call per write), not an HCA's, and report.py
+# leaves them out of every ratio. On real InfiniBand: --ib (below).
+verbs_emu="--ours-env=LD_LIBRARY_PATH=$top/test/verbs-emu/build --ours-env=VERBSEMU_NS=bench$$ --ours-env=MPIR_CVAR_PART_TRANSPORT=verbs --ours-env=UCX_TLS=self,sm,tcp --variants part"
+verbs_hw="--ours-env=MPIR_CVAR_PART_TRANSPORT=verbs"
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -167,7 +177,8 @@ vci-4x8|--sizes|64K|--pattern pipelined --threads 4 --theta 8 --variants part --
 parrived|--theta|1,4|--pattern parrived --sizes 64
 tcp-1x1|--sizes|8|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
 rdma-shm-4x8|--sizes|1K,1M|--pattern pipelined --threads 4 --theta 8 $rdma_shm
-rdma-tcp-1x1|--sizes|8,64K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $rdma_tcp"
+rdma-tcp-1x1|--sizes|8,64K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $rdma_tcp
+verbs-emu-4x8|--sizes|1K,1M|--pattern pipelined --threads 4 --theta 8 $verbs_emu"
     xfail="corrupt-pipe|--sizes|64K|--pattern pipelined --variants part,p2p-single --corrupt
 corrupt-halo|--grids|16|--pattern halo --variants part --theta 2 --corrupt"
     common="--smoke"
@@ -198,9 +209,28 @@ rdma-shm-earlybird|--sizes|$big_sizes|--pattern earlybird --gamma 10,100,1000 $r
 rdma-shm-overhead-1ms-single|--sizes|$big_sizes|--pattern overhead --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm
 rdma-tcp-1x1|--sizes|8,64,512,4K,64K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $rdma_tcp
 rdma-tcp-1x32|--sizes|4K,128K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $rdma_tcp
-rdma-tcp-4x32|--sizes|1K,128K,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $rdma_tcp"
+rdma-tcp-4x32|--sizes|1K,128K,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $rdma_tcp
+verbs-emu-1x1|--sizes|8,64K,4M|--pattern pipelined --threads 1 --theta 1 $verbs_emu
+verbs-emu-4x32|--sizes|1K,1M|--pattern pipelined --threads 4 --theta 32 $verbs_emu"
     xfail=""
     common="--full"
+elif [ "$mode" = ib ]; then
+    # seed 000's table on a real InfiniBand pair (HOSTS=a,b): the overhead pattern at 4, 32
+    # and 128 partitions (1 ms compute, one late thread, 1 % and 4 % noise) with its
+    # perceived bandwidth, and 1x1 / 4x32 pipelines, each over verbs (ib-verbs-*) and over
+    # the tag transport (ib-tag-*), against stock MPICH in the same launch
+    configs="ib-verbs-overhead-4|--sizes|64K,1M,4M,16M|--pattern overhead --threads 4 --theta 1 --compute-us 1000 --noise-model single --noise 1,4 $verbs_hw
+ib-verbs-overhead-32|--sizes|64K,1M,4M,16M|--pattern overhead --threads 4 --theta 8 --compute-us 1000 --noise-model single --noise 1,4 $verbs_hw
+ib-verbs-overhead-128|--sizes|64K,1M,4M,16M|--pattern overhead --threads 4 --theta 32 --compute-us 1000 --noise-model single --noise 1,4 $verbs_hw
+ib-tag-overhead-4|--sizes|64K,1M,4M,16M|--pattern overhead --threads 4 --theta 1 --compute-us 1000 --noise-model single --noise 1,4
+ib-tag-overhead-32|--sizes|64K,1M,4M,16M|--pattern overhead --threads 4 --theta 8 --compute-us 1000 --noise-model single --noise 1,4
+ib-tag-overhead-128|--sizes|64K,1M,4M,16M|--pattern overhead --threads 4 --theta 32 --compute-us 1000 --noise-model single --noise 1,4
+ib-verbs-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $verbs_hw
+ib-tag-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1
+ib-verbs-4x32|--sizes|1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $verbs_hw
+ib-tag-4x32|--sizes|1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32"
+    xfail=""
+    common=""
 else
     configs="pipe-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1
 pipe-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32
@@ -268,6 +298,8 @@ launch() {      # launch LIB NAME ROUND TAG OPTIONS...   -> exit status of the r
         esac
     done
     [ -n "$ucx_tls" ] && genv="$genv -genv UCX_LOG_LEVEL info"
+    # HOSTS=a,b: one rank per host (the --ib table; also any other sweep across two hosts)
+    [ -n "${HOSTS:-}" ] && genv="$genv -hosts $HOSTS -ppn 1"
     # shellcheck disable=SC2086
     timeout -k 10 "$RUN_TIMEOUT" "$mpiexec" $genv -n 2 "$exe" --lib "$lib" --config "$name" \
         --round "$round" --csv "$OUT/partial.csv" --meta "$OUT/meta.txt" \
@@ -337,6 +369,9 @@ failed_list=""
 for round in $(seq 1 "$rounds"); do
     while IFS='|' read -r name splitopt values opts; do
         [ -n "$name" ] || continue
+        case $name in
+            verbs-emu-*) say "$name: the verbs backend on the verbs emulator, for correctness only: its timings are NOT hardware timings (numbers for verbs come only from an HCA: bench/run.sh --ib)" ;;
+        esac
         for value in ${values//,/ }; do
             if [ "$round" -gt 1 ] && [ "$BUDGET" -gt 0 ] && [ $(( $(date +%s) - t_start )) -ge "$BUDGET" ]; then
                 [ -z "${budget_note:-}" ] && say "time budget of ${BUDGET}s used up: the rest of round $round is skipped (those points keep round 1)"

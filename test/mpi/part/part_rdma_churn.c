@@ -9,7 +9,7 @@
  *
  * Asserts through MPI_T, on both ranks, after a barrier: part_ops_live and
  * part_ofi_mrs_in_use are back at their start values. With MPIR_CVAR_PART_TRANSPORT=ofi in
- * the environment: part_ofi_ops grew by exactly the number of operations this rank created
+ * the environment (or verbs: part_verbs_*): part_ofi_ops grew by exactly the number of operations this rank created
  * (each was carried by the RDMA transport) and part_ofi_mrs_in_use went up during the run
  * on rank 1 (receive buffers were registered).
  */
@@ -37,8 +37,7 @@ static unsigned char val(int round, int op, int it, long i)
 int main(int argc, char **argv)
 {
     int rounds = 300, provided;
-    const char *tp = getenv("MPIR_CVAR_PART_TRANSPORT");
-    int want_ofi = tp && strcmp(tp, "ofi") == 0;
+    int want_ofi = rdma_forced();
     unsigned long long created = 0, mrs_peak = 0;
 
     MTest_Init(&argc, &argv);
@@ -48,8 +47,8 @@ int main(int argc, char **argv)
             rounds = atoi(argv[i] + 8);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     unsigned long long live0 = pv_read("part_ops_live");
-    unsigned long long mrs0 = pv_read("part_ofi_mrs_in_use");
-    unsigned long long ops0 = pv_read("part_ofi_ops");
+    unsigned long long mrs0 = pv_read(RDMA_PV("mrs_in_use"));
+    unsigned long long ops0 = pv_read(RDMA_PV("ops"));
 
     for (int r = 0; r < rounds && rank < 2; r++) {
         int nops = 1 + (r % 3 == 2);
@@ -91,7 +90,7 @@ int main(int argc, char **argv)
                     MPI_Pready_range(0, parts - 1, req[o]);
                 }
             if (rank == 1 && r % 5 == 0) {
-                unsigned long long m = pv_read("part_ofi_mrs_in_use");
+                unsigned long long m = pv_read(RDMA_PV("mrs_in_use"));
                 if (m > mrs_peak)
                     mrs_peak = m;
             }
@@ -118,19 +117,19 @@ int main(int argc, char **argv)
 
     MPI_Barrier(MPI_COMM_WORLD);
     unsigned long long live = pv_settle("part_ops_live", live0, 10.0);
-    unsigned long long mrs = pv_settle("part_ofi_mrs_in_use", mrs0, 10.0);
+    unsigned long long mrs = pv_settle(RDMA_PV("mrs_in_use"), mrs0, 10.0);
     if (live != live0) {
         fprintf(stderr, "rank %d: part_ops_live %llu at the end, %llu at the start\n", rank,
                 live, live0);
         errs++;
     }
     if (mrs != mrs0) {
-        fprintf(stderr, "rank %d: part_ofi_mrs_in_use %llu at the end, %llu at the start\n",
-                rank, mrs, mrs0);
+        fprintf(stderr, "rank %d: %s %llu at the end, %llu at the start\n", rank,
+                RDMA_PV("mrs_in_use"), mrs, mrs0);
         errs++;
     }
     if (want_ofi) {
-        unsigned long long ops = pv_read("part_ofi_ops") - ops0;
+        unsigned long long ops = pv_read(RDMA_PV("ops")) - ops0;
         if (ops != created) {
             fprintf(stderr, "rank %d: part_ofi_ops grew by %llu for %llu operations\n", rank,
                     ops, created);

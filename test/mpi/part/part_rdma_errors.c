@@ -7,7 +7,8 @@
  *                     message names that provider
  *   -expect=value     MPIR_CVAR_PART_TRANSPORT=<not a transport>: class MPI_ERR_ARG, and
  *                     the message names the value
- *   -expect=verbs     MPIR_CVAR_PART_TRANSPORT=verbs in a build without it: MPI_ERR_OTHER,
+ *   -expect=verbs     MPIR_CVAR_PART_TRANSPORT=verbs in a build without it, or with no
+ *                     verbs device (VERBSEMU_NDEV=0 under the emulator): MPI_ERR_OTHER,
  *                     the message says "verbs"
  * Both init calls are tried on both ranks (MPI_ERRORS_RETURN on the communicator), twice
  * (the failure is not remembered wrongly), then point-to-point traffic checks that the job

@@ -37,8 +37,7 @@ int main(int argc, char **argv)
 {
     int parts = 16, iters = 6, delay_ms = 60, provided;
     long count = 1000;  /* bytes per partition */
-    const char *tp = getenv("MPIR_CVAR_PART_TRANSPORT");
-    int want_ofi = tp && strcmp(tp, "ofi") == 0;
+    int want_ofi = rdma_forced();
 
     MTest_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
@@ -57,7 +56,7 @@ int main(int argc, char **argv)
     unsigned char *buf = malloc(total);
     int *list = malloc(parts * sizeof(int));
     MPI_Request req;
-    unsigned long long w0 = pv_read("part_ofi_writes"), c0 = pv_read("part_ofi_credits");
+    unsigned long long w0 = pv_read(RDMA_PV("writes")), c0 = pv_read(RDMA_PV("credits"));
     unsigned long long m0 = pv_read("part_wire_msgs_sent");
 
     if (rank == 0) {
@@ -83,7 +82,7 @@ int main(int argc, char **argv)
         MPI_Request_free(&req);
         if (want_ofi) {
             unsigned long long msgs = pv_read("part_wire_msgs_sent") - m0;
-            unsigned long long w = pv_read("part_ofi_writes") - w0;
+            unsigned long long w = pv_read(RDMA_PV("writes")) - w0;
             if (msgs == 0 || w != msgs) {
                 fprintf(stderr, "sender: part_ofi_writes grew by %llu, wire messages sent %llu "
                         "(the RDMA transport did not carry them all)\n", w, msgs);
@@ -132,7 +131,7 @@ int main(int argc, char **argv)
         }
         MPI_Request_free(&req);
         if (want_ofi) {
-            unsigned long long c = pv_read("part_ofi_credits") - c0;
+            unsigned long long c = pv_read(RDMA_PV("credits")) - c0;
             if (c != (unsigned long long) iters) {
                 fprintf(stderr, "receiver: part_ofi_credits grew by %llu, expected %d\n", c,
                         iters);

@@ -881,7 +881,7 @@ int main(int argc, char *argv[])
     }
     live0 = pv_read("part_ops_live");
     ids0 = pv_read("part_tag_ids_in_use");
-    mrs0 = pv_read("part_ofi_mrs_in_use");
+    mrs0 = pv_read(RDMA_PV("mrs_in_use"));
     if (wd > 0)
         signal(SIGALRM, watchdog);
     if (rank == 0)
@@ -927,7 +927,7 @@ int main(int argc, char *argv[])
     MPI_Barrier(MPI_COMM_WORLD);
     live1 = pv_settle("part_ops_live", live0, 10.0);
     ids1 = pv_settle("part_tag_ids_in_use", ids0, 10.0);
-    mrs1 = pv_settle("part_ofi_mrs_in_use", mrs0, 10.0);
+    mrs1 = pv_settle(RDMA_PV("mrs_in_use"), mrs0, 10.0);
     rss_end = read_rss_kb();
     cur_round = round;
     if (live1 != live0)
@@ -935,7 +935,7 @@ int main(int argc, char *argv[])
     if (ids1 != ids0)
         report(-1, "part_tag_ids_in_use %llu at the end, %llu at the start", ids1, ids0);
     if (mrs1 != mrs0)
-        report(-1, "part_ofi_mrs_in_use %llu at the end, %llu at the start", mrs1, mrs0);
+        report(-1, "%s %llu at the end, %llu at the start", RDMA_PV("mrs_in_use"), mrs1, mrs0);
     if (marked && rss_mark > 0 && rss_end > 0) {
         long bound = 16 * 1024 + rss_mark / 10;
         if (rss_end - rss_mark > bound)
@@ -949,7 +949,7 @@ int main(int argc, char *argv[])
     MTestPrintfMsg(1, "rank %d: %d rounds, %ld operations, %ld iterations in %.2f s; "
                    "part_ofi_ops %llu, part_cts_path_ops %llu, part_ops_live %llu, "
                    "part_tag_ids_in_use %llu, part_ofi_mrs_in_use %llu\n", rank, round, n_ops,
-                   n_iters, el, pv_read("part_ofi_ops"), pv_read("part_cts_path_ops"), live1,
+                   n_iters, el, pv_read(RDMA_PV("ops")), pv_read("part_cts_path_ops"), live1,
                    ids1, mrs1);
     if (errs)
         fprintf(stderr, "rank %d: part_soak seed %d had %d errors\n", rank, seed, errs);

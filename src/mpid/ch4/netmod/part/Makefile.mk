@@ -10,6 +10,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
                   src/mpid/ch4/netmod/part/part_imm.h \
                   src/mpid/ch4/netmod/part/part_plan.h \
                   src/mpid/ch4/netmod/part/part_ploggp.h \
+                  src/mpid/ch4/netmod/part/part_rdma.h \
                   src/mpid/ch4/netmod/part/part_timer.h \
                   src/mpid/ch4/netmod/part/part_state.h \
                   src/mpid/ch4/netmod/part/part_tagspace.h
@@ -26,9 +27,17 @@ mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_vci.c \
                     src/mpi/part/part_mpit.c
 
+if BUILD_CH4_PART_RDMA
+mpi_core_sources += src/mpid/ch4/netmod/part/part_rdma.c
+endif BUILD_CH4_PART_RDMA
+
 if BUILD_CH4_PART_OFI
 mpi_core_sources += src/mpid/ch4/netmod/part/part_ofi.c
 endif BUILD_CH4_PART_OFI
+
+if BUILD_CH4_PART_VERBS
+mpi_core_sources += src/mpid/ch4/netmod/part/part_verbs.c
+endif BUILD_CH4_PART_VERBS
 
 errnames_txt_files += src/mpid/ch4/netmod/part/errnames.txt
 

@@ -323,8 +323,8 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
 {
     if (op->tp)
         op->tp->free(op);
-#ifdef MPIDI_CH4_PART_OFI
-    MPIDI_PART_ofi_release(op);         /* offered in the RTS, never planned */
+#ifdef MPIDI_CH4_PART_RDMA
+    MPIDI_PART_rdma_release(op);        /* offered in the RTS, never planned */
 #endif
     MPIR_Comm_release(op->comm);
     MPIDI_PART_PVAR_SUB(OPS_LIVE, 1);
@@ -367,8 +367,8 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     hdr.nvcis = MPIDI_PART_vci_local(comm);
     hdr.bytes = op->total_bytes;
     hdr.choice = op->choice;
-#ifdef MPIDI_CH4_PART_OFI
-    mpi_errno = MPIDI_PART_ofi_announce(op, &hdr);
+#ifdef MPIDI_CH4_PART_RDMA
+    mpi_errno = MPIDI_PART_rdma_announce(op, &hdr);
     if (mpi_errno) {
         MPIR_Request *req = *request;
         MPIDI_PART_OP(req) = NULL;

@@ -23,7 +23,9 @@
 enum MPIDI_PART_msg_kind {
     MPIDI_PART_MSG_RTS = 1,     /* sender -> receiver at MPI_Psend_init */
     MPIDI_PART_MSG_PLAN,        /* receiver -> sender once matched: layout + transport data */
-    MPIDI_PART_MSG_CTS          /* receiver -> sender per iteration, when the transport needs it */
+    MPIDI_PART_MSG_CTS,         /* receiver -> sender per iteration, when the transport needs it */
+    MPIDI_PART_MSG_FAIL         /* either way: an RDMA transport's connection to the peer broke
+                                 * (sop: the peer's operation slot; ext: the reason) */
 };
 
 enum MPIDI_PART_plan_status {
@@ -35,8 +37,13 @@ enum MPIDI_PART_plan_status {
 
 enum MPIDI_PART_transport_id {
     MPIDI_PART_TRANSPORT_TAG = 1,       /* part_tag.c */
-    MPIDI_PART_TRANSPORT_OFI = 2        /* part_ofi.c: RDMA writes over libfabric */
+    MPIDI_PART_TRANSPORT_OFI = 2,       /* part_ofi.c: RDMA writes over libfabric */
+    MPIDI_PART_TRANSPORT_VERBS = 3      /* part_verbs.c: RDMA writes over InfiniBand verbs */
 };
+
+#if defined(MPIDI_CH4_PART_OFI) || defined(MPIDI_CH4_PART_VERBS)
+#define MPIDI_CH4_PART_RDMA 1   /* part_rdma.c and at least one backend */
+#endif
 
 /* MPIR_CVAR_PART_TRANSPORT, read by MPI_Psend_init/MPI_Precv_init (part_match.c) */
 enum MPIDI_PART_choice {
@@ -150,7 +157,7 @@ typedef struct MPIDI_PART_op {
     uint8_t *rts_ext;           /* the RTS's transport data (RDMA addresses), or NULL */
     int rts_ext_len;
 
-    struct MPIDI_PART_ofiop *ofi;       /* RDMA over libfabric (part_ofi.c), or NULL */
+    struct MPIDI_PART_rdmaop *rdma;     /* RDMA transport state (part_rdma.h), or NULL */
 
     /* state machine storage */
     int32_t *ready;             /* sender: per partition */
@@ -203,12 +210,15 @@ extern const MPIDI_PART_transport_t MPIDI_PART_tag_transport;
 #ifdef MPIDI_CH4_PART_OFI
 extern const MPIDI_PART_transport_t MPIDI_PART_ofi_transport;
 #endif
+#ifdef MPIDI_CH4_PART_VERBS
+extern const MPIDI_PART_transport_t MPIDI_PART_verbs_transport;
+#endif
 
 /* ---- globals --------------------------------------------------------------------------- */
 
 #define MPIDI_PART_WORK_HANDSHAKE 1     /* inbox or transport handshake work */
 #define MPIDI_PART_WORK_POLL      2     /* operations with messages in flight */
-#define MPIDI_PART_WORK_OFI       4     /* RDMA operations: read the completion queue */
+#define MPIDI_PART_WORK_RDMA      4     /* RDMA operations: read the completion queues */
 
 typedef struct MPIDI_PART_global {
     int initialized;
@@ -257,6 +267,12 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_OFI_CREDITS,
     MPIDI_PART_PV_OFI_DEFERRED,
     MPIDI_PART_PV_OFI_MRS,
+    MPIDI_PART_PV_VERBS_OPS,
+    MPIDI_PART_PV_VERBS_WRITES,
+    MPIDI_PART_PV_VERBS_CREDITS,
+    MPIDI_PART_PV_VERBS_DEFERRED,
+    MPIDI_PART_PV_VERBS_MRS,
+    MPIDI_PART_PV_VERBS_QPS,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -313,19 +329,23 @@ void MPIDI_PART_tags_finalize(void);
 int MPIDI_PART_tag_handshake(void);     /* lease hand-out (progress hook) */
 int MPIDI_PART_tag_max_msgs(void);
 
-/* ---- part_ofi.c: the RDMA transport over libfabric ------------------------------------ */
-#ifdef MPIDI_CH4_PART_OFI
-void MPIDI_PART_ofi_init(void);
-void MPIDI_PART_ofi_finalize(void);
+/* ---- part_rdma.c: the RDMA transport (backends part_ofi.c, part_verbs.c) ---------------- */
+#ifdef MPIDI_CH4_PART_RDMA
+void MPIDI_PART_rdma_init(void);
+void MPIDI_PART_rdma_finalize(void);
+/* MPI_Psend_init/MPI_Precv_init with the transport forced (choice): bring the backend up
+ * or fail */
+int MPIDI_PART_rdma_require(int choice);
 /* sender, MPI_Psend_init: describe our side in the RTS (nothing when op cannot use it);
- * an error only when the transport is forced and the fabric cannot come up */
-int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
-/* receiver, MPI_Precv_init with the transport forced: bring the fabric up or fail */
-int MPIDI_PART_ofi_require(void);
-/* receiver, at match: whether op can move over this transport */
-int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op);
-int MPIDI_PART_ofi_progress(void);
-void MPIDI_PART_ofi_release(MPIDI_PART_op_t * op);
+ * an error only when the transport is forced and cannot come up */
+int MPIDI_PART_rdma_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
+/* receiver, at match: the RDMA transport op can move over, or NULL */
+const MPIDI_PART_transport_t *MPIDI_PART_rdma_usable(MPIDI_PART_op_t * op);
+int MPIDI_PART_rdma_progress(void);
+/* no lock: release op's RDMA state (offered in the RTS and never planned, or at free) */
+void MPIDI_PART_rdma_release(MPIDI_PART_op_t * op);
+/* no lock (handshake): the peer's FAIL message */
+void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr);
 #endif
 
 /* ---- part_aggr.c: the aggregators ------------------------------------------------------ */

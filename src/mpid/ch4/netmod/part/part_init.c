@@ -57,6 +57,21 @@ static const struct {
     [MPIDI_PART_PV_OFI_MRS] = {"part_ofi_mrs_in_use", 1,
         "Memory registrations held by the RDMA transport over libfabric (receive buffers, and "
         "send buffers where the provider needs local registration)"},
+    [MPIDI_PART_PV_VERBS_OPS] = {"part_verbs_ops", 0,
+        "Partitioned operations (either side) planned on the RDMA transport over InfiniBand "
+        "verbs"},
+    [MPIDI_PART_PV_VERBS_WRITES] = {"part_verbs_writes", 0,
+        "Wire messages written by the verbs backend (IBV_WR_RDMA_WRITE_WITH_IMM)"},
+    [MPIDI_PART_PV_VERBS_CREDITS] = {"part_verbs_credits", 0,
+        "Per-iteration credits sent by receivers of the verbs backend"},
+    [MPIDI_PART_PV_VERBS_DEFERRED] = {"part_verbs_deferred", 0,
+        "Writes of the verbs backend that waited for room in a send queue or for the peer's "
+        "queue pair to be ready"},
+    [MPIDI_PART_PV_VERBS_MRS] = {"part_verbs_mrs_in_use", 1,
+        "Memory registrations held by the verbs backend for operations (receive and send "
+        "buffers; not the process's credit mailbox)"},
+    [MPIDI_PART_PV_VERBS_QPS] = {"part_verbs_qps_in_use", 1,
+        "Reliable-connection queue pairs held by the verbs backend"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
@@ -82,8 +97,8 @@ int MPIDI_PART_init(void)
     MPL_atomic_relaxed_store_int(&MPIDI_PART_global.in_hs, 0);
     for (int i = 0; i < MPIDI_PART_PV_COUNT; i++)
         MPL_atomic_relaxed_store_uint64(&MPIDI_PART_pvars[i].v, 0);
-#ifdef MPIDI_CH4_PART_OFI
-    MPIDI_PART_ofi_init();
+#ifdef MPIDI_CH4_PART_RDMA
+    MPIDI_PART_rdma_init();
 #endif
 
     /* every rank registers in the same order, right after MPIDIG: same id everywhere */
@@ -132,8 +147,8 @@ int MPIDI_PART_finalize(void)
         if (op->req == NULL) {
             if (op->tp)
                 op->tp->free(op);
-#ifdef MPIDI_CH4_PART_OFI
-            MPIDI_PART_ofi_release(op);
+#ifdef MPIDI_CH4_PART_RDMA
+            MPIDI_PART_rdma_release(op);
 #endif
             MPL_free(op->rts_ext);
             MPL_free(op->ready);
@@ -146,8 +161,8 @@ int MPIDI_PART_finalize(void)
     }
     MPIDI_PART_vci_finalize();
     MPIDI_PART_tags_finalize();
-#ifdef MPIDI_CH4_PART_OFI
-    MPIDI_PART_ofi_finalize();
+#ifdef MPIDI_CH4_PART_RDMA
+    MPIDI_PART_rdma_finalize();
 #endif
     MPID_Thread_mutex_destroy(&MPIDI_PART_global.lock, &err);
     MPIDI_PART_global.initialized = 0;

@@ -5,6 +5,9 @@
  * in the hook, without locks).
  */
 #include "part_impl.h"
+#ifdef MPIDI_CH4_PART_RDMA
+#include "part_rdma.h"
+#endif
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -20,7 +23,8 @@ cvars:
       description : >-
         Transport of partitioned operations: "tag" (matched point-to-point messages),
         "ofi" (RDMA writes with immediate data over libfabric; the provider is
-        MPIR_CVAR_PART_OFI_PROVIDER), "verbs" (native InfiniBand; not built yet) or "auto"
+        MPIR_CVAR_PART_OFI_PROVIDER), "verbs" (the same writes over InfiniBand verbs,
+        configure --enable-part-verbs; MPIR_CVAR_PART_VERBS_*) or "auto"
         (the engine chooses per operation; the rule is in the engine README). Read by
         MPI_Psend_init and MPI_Precv_init; the receiver decides, among what the sender
         offers. Operations the RDMA transport cannot write directly (non-contiguous
@@ -42,14 +46,19 @@ int MPIDI_PART_choice(int *choice)
     } else if (strcmp(v, "ofi") == 0) {
 #ifdef MPIDI_CH4_PART_OFI
         *choice = MPIDI_PART_CHOICE_OFI;
-        mpi_errno = MPIDI_PART_ofi_require();
+        mpi_errno = MPIDI_PART_rdma_require(MPIDI_PART_CHOICE_OFI);
 #else
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**partnotbuilt", "**partnotbuilt %s",
                              "ofi (configure --enable-part-ofi with libfabric)");
 #endif
     } else if (strcmp(v, "verbs") == 0) {
+#ifdef MPIDI_CH4_PART_VERBS
+        *choice = MPIDI_PART_CHOICE_VERBS;
+        mpi_errno = MPIDI_PART_rdma_require(MPIDI_PART_CHOICE_VERBS);
+#else
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**partnotbuilt", "**partnotbuilt %s",
-                             "verbs (no verbs transport in this build)");
+                             "verbs (configure --enable-part-verbs with libibverbs)");
+#endif
     } else {
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_ARG, "**parttransport", "**parttransport %s", v);
     }
@@ -125,6 +134,10 @@ static const MPIDI_PART_transport_t *transport_by_id(int id)
     if (id == MPIDI_PART_TRANSPORT_OFI)
         return &MPIDI_PART_ofi_transport;
 #endif
+#ifdef MPIDI_CH4_PART_VERBS
+    if (id == MPIDI_PART_TRANSPORT_VERBS)
+        return &MPIDI_PART_verbs_transport;
+#endif
     return NULL;
 }
 
@@ -132,9 +145,10 @@ static const MPIDI_PART_transport_t *transport_by_id(int id)
  * transport"): RDMA when this side asks for it and both sides can write directly. */
 static const MPIDI_PART_transport_t *choose_transport(MPIDI_PART_op_t * op)
 {
-#ifdef MPIDI_CH4_PART_OFI
-    if (MPIDI_PART_ofi_usable(op))
-        return &MPIDI_PART_ofi_transport;
+#ifdef MPIDI_CH4_PART_RDMA
+    const MPIDI_PART_transport_t *rdma = MPIDI_PART_rdma_usable(op);
+    if (rdma)
+        return rdma;
 #endif
     return &MPIDI_PART_tag_transport;
 }
@@ -208,7 +222,8 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         int err = MPIDI_PART_op_alloc_msgs(op, hdr->plan.nmsgs);
         if (!err)
             err = tp->recv_plan(op, hdr);
-        if (err && tp != &MPIDI_PART_tag_transport && op->choice != MPIDI_PART_CHOICE_OFI) {
+        if (err && tp != &MPIDI_PART_tag_transport && op->choice != MPIDI_PART_CHOICE_OFI &&
+            op->choice != MPIDI_PART_CHOICE_VERBS) {
             /* only asked for, not forced: the tag transport carries it */
             tp = &MPIDI_PART_tag_transport;
             err = tp->recv_plan(op, hdr);
@@ -311,9 +326,9 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
                                          op->peer);
     }
 
-#ifdef MPIDI_CH4_PART_OFI
-    if (tp != &MPIDI_PART_ofi_transport)
-        MPIDI_PART_ofi_release(op);     /* offered, not taken */
+#ifdef MPIDI_CH4_PART_RDMA
+    if (op->rdma && tp != op->rdma->tp)
+        MPIDI_PART_rdma_release(op);    /* offered, not taken */
 #endif
     MPIDI_PART_LOCK();
     op->tp = tp;
@@ -437,6 +452,11 @@ int MPIDI_PART_handshake(void)
                 if (op && op->tp && op->tp->ctl)
                     err = op->tp->ctl(op, &e->hdr);
                 break;
+#ifdef MPIDI_CH4_PART_RDMA
+            case MPIDI_PART_MSG_FAIL:
+                MPIDI_PART_rdma_peer_failed(&e->hdr);
+                break;
+#endif
             default:
                 break;
         }
@@ -471,9 +491,9 @@ int MPIDI_PART_progress(int *made_progress)
         mpi_errno = MPIDI_PART_handshake();
         MPIR_ERR_CHECK(mpi_errno);
     }
-#ifdef MPIDI_CH4_PART_OFI
-    if (work & MPIDI_PART_WORK_OFI) {
-        mpi_errno = MPIDI_PART_ofi_progress();
+#ifdef MPIDI_CH4_PART_RDMA
+    if (work & MPIDI_PART_WORK_RDMA) {
+        mpi_errno = MPIDI_PART_rdma_progress();
         MPIR_ERR_CHECK(mpi_errno);
     }
 #endif

@@ -11,8 +11,7 @@
  * completions are read from MPICH's progress (the engine's hook, MPI_Parrived). The
  * protocol is in README ("RDMA transport").
  */
-#include "part_impl.h"
-#include "part_imm.h"
+#include "part_rdma.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -70,20 +69,17 @@ typedef struct {
 } ofi_wctx_t;
 
 typedef struct MPIDI_PART_ofiop {
-    uint32_t slot;              /* ours: the peer's immediates name it */
-    uint32_t peer_slot;
+    MPIDI_PART_rdmaop_t r;      /* slots, credits, lanes (= endpoints) */
     fi_addr_t peer_fa;          /* receiver: the sender's endpoint 0 (credits go there) */
-    int neps;                   /* endpoints the messages use */
-    uint8_t *msg_ep;            /* endpoint of each message (NULL: all on endpoint 0) */
     fi_addr_t *peer_fa_ep;      /* sender: the receiver's endpoint per index */
     struct fid_mr *mr;          /* receiver: the receive buffer; sender: the send buffer when
                                  * the provider needs local registration */
     void *desc;
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
-    uint32_t credited;          /* sender: iterations the receiver has started (engine lock) */
     ofi_wctx_t *wctx;           /* sender: per message */
-    int32_t *tosend;            /* sender: the messages a credit releases (engine lock) */
 } MPIDI_PART_ofiop_t;
+
+#define OFIOP(op_) ((MPIDI_PART_ofiop_t *) (op_)->rdma)
 
 /* RTS ext: the sender's side (its endpoint 0) */
 typedef struct {
@@ -164,13 +160,6 @@ static struct {
     struct fid_mr *mbox_mr;
     void *mbox_desc;
     uint64_t mbox_key;
-    /* operation slots (engine lock): immediates name operations by slot */
-    MPIDI_PART_op_t **slots;
-    uint32_t nslots;            /* allocated */
-    uint32_t *freeq;            /* freed slots, reused oldest first */
-    uint32_t fq_head, fq_count;
-    uint32_t next_slot;
-    int live;                   /* operations with transport state (engine lock) */
 } ofi;
 
 #define OFI_LOCK()   do { int err_; MPID_Thread_mutex_lock(&ofi.lock, &err_); } while (0)
@@ -447,8 +436,6 @@ void MPIDI_PART_ofi_finalize(void)
     }
     fabric_close();
     MPL_free(ofi.peers);
-    MPL_free(ofi.slots);
-    MPL_free(ofi.freeq);
     MPID_Thread_mutex_destroy(&ofi.lock, &err);
     for (int v = 0; v < OFI_MAX_EPS; v++)
         MPID_Thread_mutex_destroy(&ofi.eps[v].lock, &err);
@@ -481,42 +468,7 @@ static fi_addr_t peer_addr(const uint8_t * addr, size_t len)
 
 /* ---- operation state ------------------------------------------------------------------- */
 
-/* Engine lock held: a slot for op (0 when none is left). */
-static int slot_get(MPIDI_PART_op_t * op, uint32_t * slot)
-{
-    if (ofi.fq_count > 0) {
-        *slot = ofi.freeq[ofi.fq_head];
-        ofi.fq_head = (ofi.fq_head + 1) % MPIDI_PART_IMM_SLOTS;
-        ofi.fq_count--;
-    } else if (ofi.next_slot < MPIDI_PART_IMM_SLOTS) {
-        if (ofi.next_slot == ofi.nslots) {
-            uint32_t n = ofi.nslots ? 2 * ofi.nslots : 64;
-            MPIDI_PART_op_t **s = MPL_realloc(ofi.slots, n * sizeof(*s), MPL_MEM_OTHER);
-            if (s == NULL)
-                return 0;
-            ofi.slots = s;
-            ofi.nslots = n;
-        }
-        if (ofi.freeq == NULL) {
-            ofi.freeq = MPL_malloc(MPIDI_PART_IMM_SLOTS * sizeof(uint32_t), MPL_MEM_OTHER);
-            if (ofi.freeq == NULL)
-                return 0;
-        }
-        *slot = ofi.next_slot++;
-    } else {
-        return 0;
-    }
-    ofi.slots[*slot] = op;
-    return 1;
-}
-
-/* Engine lock held. */
-static void slot_put(uint32_t slot)
-{
-    ofi.slots[slot] = NULL;
-    ofi.freeq[(ofi.fq_head + ofi.fq_count) % MPIDI_PART_IMM_SLOTS] = slot;
-    ofi.fq_count++;
-}
+static void ofi_release(MPIDI_PART_op_t * op);
 
 /* New transport state for op, with a slot (no lock held). */
 static int ofiop_create(MPIDI_PART_op_t * op)
@@ -525,30 +477,19 @@ static int ofiop_create(MPIDI_PART_op_t * op)
     if (o == NULL)
         return 0;
     o->peer_fa = FI_ADDR_NOTAVAIL;
-    MPIDI_PART_LOCK();
-    int ok = slot_get(op, &o->slot);
-    if (ok) {
-        op->ofi = o;
-        ofi.live++;
-        MPIDI_PART_set_work(MPIDI_PART_WORK_OFI);
-    }
-    MPIDI_PART_UNLOCK();
-    if (!ok)
+    o->r.tp = &MPIDI_PART_ofi_transport;
+    o->r.release = ofi_release;
+    if (!MPIDI_PART_rdma_attach(op, &o->r)) {
         MPL_free(o);
-    return ok;
+        return 0;
+    }
+    return 1;
 }
 
-void MPIDI_PART_ofi_release(MPIDI_PART_op_t * op)
+static void ofi_release(MPIDI_PART_op_t * op)
 {
-    MPIDI_PART_ofiop_t *o = op->ofi;
-    if (o == NULL)
-        return;
-    MPIDI_PART_LOCK();
-    slot_put(o->slot);
-    op->ofi = NULL;
-    ofi.live--;
-    MPIDI_PART_clear_work(MPIDI_PART_WORK_OFI, ofi.live > 0);
-    MPIDI_PART_UNLOCK();
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
+    MPIDI_PART_rdma_detach(op);
     if (o->mr) {
         OFI_LOCK();
         fi_close(&o->mr->fid);
@@ -556,33 +497,21 @@ void MPIDI_PART_ofi_release(MPIDI_PART_op_t * op)
         MPIDI_PART_PVAR_SUB(OFI_MRS, 1);
     }
     MPL_free(o->wctx);
-    MPL_free(o->tosend);
-    MPL_free(o->msg_ep);
     MPL_free(o->peer_fa_ep);
     MPL_free(o);
 }
 
-/* Whether op's own buffer can be written or read directly: one contiguous run of bytes.
- * Empty transfers and PROC_NULL stay on the tag transport (nothing would be written). */
-static int op_eligible(MPIDI_PART_op_t * op)
-{
-    return op->contig && op->total_bytes > 0 && op->peer != MPI_PROC_NULL;
-}
-
 int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
 {
-    int forced = (op->choice == MPIDI_PART_CHOICE_OFI);
-    if (!forced)
-        return MPI_SUCCESS;     /* the auto rule (README) keeps the tag transport */
     if (!fabric_up())
         return fabric_error();
-    if (!op_eligible(op) || !ofiop_create(op))
+    if (!MPIDI_PART_rdma_eligible(op) || !ofiop_create(op))
         return MPI_SUCCESS;     /* the tag transport carries it */
     ofi_rts_ext_t *x = (ofi_rts_ext_t *) rts->ext;
     MPL_COMPILE_TIME_ASSERT(sizeof(ofi_rts_ext_t) <= MPIDI_PART_EXT_MAX);
     x->magic = OFI_EXT_MAGIC;
     x->fabric_id = ofi.fabric_id;
-    x->slot = op->ofi->slot;
+    x->slot = op->rdma->slot;
     x->mbox_addr = ofi.mr_virt ? (uint64_t) (uintptr_t) & ofi.mbox[0] : 0;
     x->mbox_key = ofi.mbox_key;
     x->neps = (uint32_t) ofi.max_eps;
@@ -596,7 +525,7 @@ int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
 int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op)
 {
     const ofi_rts_ext_t *x = (const ofi_rts_ext_t *) op->rts_ext;
-    if (op->choice != MPIDI_PART_CHOICE_OFI || !op_eligible(op) || x == NULL ||
+    if (!MPIDI_PART_rdma_eligible(op) || x == NULL ||
         op->rts_ext_len < (int) offsetof(ofi_rts_ext_t, addr) || x->magic != OFI_EXT_MAGIC)
         return 0;
     if (!fabric_up() || x->fabric_id != ofi.fabric_id || x->addrlen > OFI_MAX_ADDR ||
@@ -614,36 +543,24 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
     int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                    MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
                                    ofi.prov, what, detail, op->peer);
-    int none = MPI_SUCCESS;
-    __atomic_compare_exchange_n(&op->error, &none, err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    return err;
-}
-
-/* The endpoint message m travels through (-1: the credit, endpoint 0). */
-static inline int msg_ep(const MPIDI_PART_ofiop_t * o, int m)
-{
-    return (m >= 0 && o->msg_ep) ? o->msg_ep[m] : 0;
+    return MPIDI_PART_rdma_error(op, err);
 }
 
 /* Post one write (its endpoint's lock held): -FI_EAGAIN when the endpoint is full. */
 static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int m)
 {
-    MPIDI_PART_ofiop_t *o = op->ofi;
-    int32_t first, nparts;
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
+    MPI_Aint off, len;
     uint32_t imm;
 
-    MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
-    MPI_Aint off = first * op->part_extent;
-    MPI_Aint len = nparts * op->part_extent;
-    if (off + len > op->total_bytes)
-        len = op->total_bytes - off;
-    MPIDI_PART_imm_encode(MPIDI_PART_IMM_DATA, o->peer_slot, (uint32_t) m, &imm);
+    MPIDI_PART_rdma_span(op, m, &off, &len);
+    MPIDI_PART_imm_encode(MPIDI_PART_IMM_DATA, o->r.peer_slot, (uint32_t) m, &imm);
     o->wctx[m].op = op;
     o->wctx[m].m = m;
     if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 1))
         return -FI_EIO;         /* testing aid: the provider refused the write */
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
-                        o->peer_fa_ep[msg_ep(o, m)], o->raddr + (uint64_t) off, o->rkey,
+                        o->peer_fa_ep[MPIDI_PART_rdma_lane(&o->r, m)], o->raddr + (uint64_t) off, o->rkey,
                         &o->wctx[m].fctx);
 }
 
@@ -651,13 +568,13 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int m)
  * its operation by then). */
 static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
 {
-    MPIDI_PART_ofiop_t *o = op->ofi;
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
     uint32_t imm;
     ofi_wctx_t *c = MPL_calloc(1, sizeof(*c), MPL_MEM_OTHER);
     if (c == NULL)
         return -FI_ENOMEM;
     c->m = -1;
-    MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, o->peer_slot,
+    MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, o->r.peer_slot,
                           iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
     ssize_t rc = fi_writedata(e->ep, &ofi.mbox[1], sizeof(uint64_t), ofi.mbox_desc, imm,
                               o->peer_fa, o->raddr, o->rkey, &c->fctx);
@@ -676,7 +593,7 @@ static ssize_t post(ofi_ep_t * e, ofi_pend_t * p)
 static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 {
     ofi_pend_t one = {.next = NULL,.op = op,.m = m,.iter = iter };
-    ofi_ep_t *e = &ofi.eps[msg_ep(op->ofi, m)];
+    ofi_ep_t *e = &ofi.eps[MPIDI_PART_rdma_lane(op->rdma, m)];
     ssize_t rc = -FI_EAGAIN;
 
     EP_LOCK(e);
@@ -703,13 +620,7 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
     if (rc == 0)
         return MPI_SUCCESS;
     op_error(op, m >= 0 ? "fi_writedata" : "fi_writedata(credit)", fi_strerror((int) -rc));
-    if (m >= 0) {
-        MPIDI_PART_msg_done(op, m);     /* the iteration completes with the error */
-    } else {
-        /* no credit, so nothing will arrive: the iteration completes with the error */
-        for (int i = 0; i < op->st.nmsgs; i++)
-            MPIDI_PART_msg_done(op, i);
-    }
+    MPIDI_PART_rdma_failed(op, m);
     return MPI_SUCCESS;
 }
 
@@ -731,40 +642,8 @@ static int ofi_recv_arm(MPIDI_PART_op_t * op)
 
 typedef struct {
     MPIDI_PART_op_t *op;
-    int32_t m;                  /* message done; -1: a credit for op */
-    uint32_t low;
+    int32_t m;
 } ofi_event_t;
-
-/* Engine lock held: what a remote immediate means; 0: drop it (an operation that is gone,
- * or a message outside its running iteration). A credit is counted here and arms the
- * sender's iteration when it is the one running; ev->m = -1 - (messages to send now). */
-static int resolve(uint32_t imm, ofi_event_t * ev)
-{
-    uint32_t slot = MPIDI_PART_imm_slot(imm);
-    MPIDI_PART_op_t *op = slot < ofi.next_slot ? ofi.slots[slot] : NULL;
-    if (op == NULL || op->ofi == NULL)
-        return 0;
-    MPIDI_PART_ofiop_t *o = op->ofi;
-    ev->op = op;
-    ev->low = MPIDI_PART_imm_low(imm);
-    if (MPIDI_PART_imm_kind(imm) == MPIDI_PART_IMM_CREDIT) {
-        if (!op->is_send)
-            return 0;
-        o->credited++;  /* credits come in iteration order: the next needs this one done */
-        int nsend = 0;
-        if (op->tp == &MPIDI_PART_ofi_transport && !op->freed && o->tosend &&
-            MPIDI_PART_st_is_running(&op->st) && !MPIDI_PART_st_is_armed(&op->st) &&
-            o->credited >= op->st.iter)
-            nsend = MPIDI_PART_st_arm(&op->st, o->tosend);
-        if (nsend > 0 && op->st.iter == 1)
-            MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);    /* waited for the answer */
-        ev->m = -1 - nsend;
-        return nsend > 0;
-    }
-    ev->m = (int32_t) ev->low;
-    return !op->is_send && op->tp == &MPIDI_PART_ofi_transport &&
-        MPIDI_PART_st_is_running(&op->st) && ev->m < op->st.nmsgs;
-}
 
 /* Read one endpoint's completion queue and post the writes that waited for room. */
 static int ep_progress(ofi_ep_t * e)
@@ -791,7 +670,6 @@ static int ep_progress(ofi_ep_t * e)
                 if (w->op) {
                     ev[nev].op = w->op;
                     ev[nev].m = w->m;
-                    ev[nev].low = 0;
                     nev++;
                     op_error(w->op, "a write's completion",
                              detail ? detail : fi_strerror(err.err));
@@ -812,7 +690,6 @@ static int ep_progress(ofi_ep_t * e)
             if (w && w->op) {
                 ev[nev].op = w->op;
                 ev[nev].m = w->m;
-                ev[nev].low = 0;
                 nev++;
             } else {
                 MPL_free(w);    /* a credit's context */
@@ -835,7 +712,6 @@ static int ep_progress(ofi_ep_t * e)
             if (p->m >= 0 && nev < OFI_CQ_BATCH) {
                 ev[nev].op = p->op;
                 ev[nev].m = p->m;
-                ev[nev].low = 0;
                 nev++;
             }
         }
@@ -847,25 +723,8 @@ static int ep_progress(ofi_ep_t * e)
     for (int i = 0; i < nev; i++)
         MPIDI_PART_msg_done(ev[i].op, ev[i].m);
 
-    if (nremote > 0) {
-        nev = 0;
-        MPIDI_PART_LOCK();
-        for (int i = 0; i < nremote; i++)
-            if (resolve(imms[i], &ev[nev]))
-                nev++;
-        MPIDI_PART_UNLOCK();
-        for (int i = 0; i < nev; i++) {
-            if (ev[i].m >= 0) {
-                MPIDI_PART_msg_done(ev[i].op, ev[i].m);
-            } else {
-                /* the credit armed a running iteration: send what waited for it (the
-                 * operation stays alive: its request completes only after these) */
-                int err = MPIDI_PART_send_ready(ev[i].op, ev[i].op->ofi->tosend, -1 - ev[i].m);
-                if (err && mpi_errno == MPI_SUCCESS)
-                    mpi_errno = err;
-            }
-        }
-    }
+    if (nremote > 0)
+        mpi_errno = MPIDI_PART_rdma_deliver(imms, nremote);
     MPL_atomic_release_store_int(&e->draining, 0);
     return mpi_errno;
 }
@@ -905,26 +764,6 @@ static size_t names_room(void)
     return room > 0 ? (size_t) room : 0;
 }
 
-/* Spread op's n messages over neps endpoints as the tag transport spreads them over VCIs
- * (MPIDI_PART_plan_vci); the same on both sides. */
-static int map_messages(MPIDI_PART_op_t * op, int n, int neps, int parts, int ppt)
-{
-    MPIDI_PART_ofiop_t *o = op->ofi;
-    o->neps = neps;
-    op->spread = 0;
-    if (neps <= 1)
-        return MPI_SUCCESS;
-    o->msg_ep = MPL_malloc(n, MPL_MEM_OTHER);
-    if (o->msg_ep == NULL)
-        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                    MPI_ERR_OTHER, "**nomem", 0);
-    for (int m = 0; m < n; m++) {
-        o->msg_ep[m] = (uint8_t) MPIDI_PART_plan_vci(&op->st.plan, parts, m, neps, ppt);
-        op->spread += (o->msg_ep[m] != 0);
-    }
-    return MPI_SUCCESS;
-}
-
 static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -937,8 +776,8 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     if (!ofiop_create(op))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**partofiop", "**partofiop %s",
                              "no operation slot or memory left");
-    MPIDI_PART_ofiop_t *o = op->ofi;
-    o->peer_slot = x->slot;
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
+    o->r.peer_slot = x->slot;
     o->raddr = x->mbox_addr;
     o->rkey = x->mbox_key;
 
@@ -960,7 +799,7 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     px->vci_parts = op->peer_thread_parts > 0 ? op->peer_partitions : op->partitions;
     px->vci_ppt = op->peer_thread_parts > 0 ? op->peer_thread_parts : op->thread_parts;
     px->names_len = (uint32_t) used;
-    mpi_errno = map_messages(op, n, named, px->vci_parts, px->vci_ppt);
+    mpi_errno = MPIDI_PART_rdma_map(op, n, named, px->vci_parts, px->vci_ppt);
     MPIR_ERR_CHECK(mpi_errno);
 
     OFI_LOCK();
@@ -975,21 +814,21 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     MPIDI_PART_PVAR_ADD(OFI_MRS, 1);
     MPIDI_PART_PVAR_ADD(OFI_OPS, 1);
     px->magic = OFI_EXT_MAGIC;
-    px->slot = o->slot;
+    px->slot = o->r.slot;
     px->raddr = raddr;
     plan->ext_len = (int32_t) (offsetof(ofi_plan_ext_t, names) + used);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
-    MPIDI_PART_ofi_release(op);
+    MPIDI_PART_rdma_release(op);
     goto fn_exit;
 }
 
 static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIDI_PART_ofiop_t *o = op->ofi;
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
     ofi_plan_ext_t px;
     int n = plan->plan.nmsgs, rc = 0, bad = 0;
     size_t at = 0;
@@ -1007,15 +846,15 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
                          mpi_errno, MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
                          plan->transport, n);
     o->wctx = MPL_calloc(n, sizeof(ofi_wctx_t), MPL_MEM_OTHER);
-    o->tosend = MPL_malloc(n * sizeof(int32_t), MPL_MEM_OTHER);
+    o->r.tosend = MPL_malloc(n * sizeof(int32_t), MPL_MEM_OTHER);
     o->peer_fa_ep = MPL_malloc(px.neps * sizeof(fi_addr_t), MPL_MEM_OTHER);
-    MPIR_ERR_CHKANDJUMP(o->wctx == NULL || o->tosend == NULL || o->peer_fa_ep == NULL,
+    MPIR_ERR_CHKANDJUMP(o->wctx == NULL || o->r.tosend == NULL || o->peer_fa_ep == NULL,
                         mpi_errno, MPI_ERR_OTHER, "**nomem");
     MPIR_ERR_CHKANDJUMP1(eps_up(px.neps) < px.neps, mpi_errno, MPI_ERR_OTHER, "**partofiop",
                          "**partofiop %s", ofi.why);
-    mpi_errno = map_messages(op, n, px.neps, px.vci_parts, px.vci_ppt);
+    mpi_errno = MPIDI_PART_rdma_map(op, n, px.neps, px.vci_parts, px.vci_ppt);
     MPIR_ERR_CHECK(mpi_errno);
-    o->peer_slot = px.slot;
+    o->r.peer_slot = px.slot;
     o->raddr = px.raddr;
     o->rkey = px.rkey;
     OFI_LOCK();
@@ -1056,50 +895,21 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
     goto fn_exit;
 }
 
-/* Sender, lock held, at the start of a planned iteration: the receiver's credit for it came
- * already. */
-static int ofi_always_armed(MPIDI_PART_op_t * op)
-{
-    return op->ofi->credited >= op->st.iter;
-}
-
-static int ofi_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
-{
-    return MPI_SUCCESS;         /* credits travel as writes, never as a CTS */
-}
-
-static int ofi_test_msg(MPIDI_PART_op_t * op, int m)
-{
-    return MPIDI_PART_st_msg_is_done(&op->st, m);
-}
-
-static void ofi_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
-{
-    /* completions come from the queue (MPIDI_PART_ofi_progress), not per operation */
-}
-
 /* MPI_Parrived found message m not done: read the completion queue of its endpoint; if
  * that did not bring it, also endpoint 0 (credits that release other operations' writes),
  * VCI 0 (the handshake's active messages arrive there) and the engine's handshake work,
  * so that a thread that only polls MPI_Parrived still moves every other operation. */
 static int ofi_progress_msg(MPIDI_PART_op_t * op, int m)
 {
-    int v = msg_ep(op->ofi, m);
+    int v = MPIDI_PART_rdma_lane(op->rdma, m);
     int mpi_errno = ep_progress(&ofi.eps[v]);
     if (mpi_errno || MPIDI_PART_st_msg_is_done(&op->st, m))
         return mpi_errno;
     if (v != 0)
         mpi_errno = ep_progress(&ofi.eps[0]);
     if (mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_PART_vci_progress(1);
-    if (mpi_errno == MPI_SUCCESS &&
-        (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
-        mpi_errno = MPIDI_PART_handshake();
+        mpi_errno = MPIDI_PART_rdma_progress_rest();
     return mpi_errno;
-}
-
-static void ofi_iter_reset(MPIDI_PART_op_t * op)
-{
 }
 
 const MPIDI_PART_transport_t MPIDI_PART_ofi_transport = {
@@ -1107,13 +917,13 @@ const MPIDI_PART_transport_t MPIDI_PART_ofi_transport = {
     .id = MPIDI_PART_TRANSPORT_OFI,
     .recv_plan = ofi_recv_plan,
     .send_plan = ofi_send_plan,
-    .always_armed = ofi_always_armed,
+    .always_armed = MPIDI_PART_rdma_always_armed,
     .recv_arm = ofi_recv_arm,
     .send = ofi_send,
-    .ctl = ofi_ctl,
-    .test_msg = ofi_test_msg,
-    .poll = ofi_poll,
+    .ctl = MPIDI_PART_rdma_ctl,
+    .test_msg = MPIDI_PART_rdma_test_msg,
+    .poll = MPIDI_PART_rdma_poll,
     .progress_msg = ofi_progress_msg,
-    .iter_reset = ofi_iter_reset,
-    .free = MPIDI_PART_ofi_release,
+    .iter_reset = MPIDI_PART_rdma_iter_reset,
+    .free = ofi_release,
 };

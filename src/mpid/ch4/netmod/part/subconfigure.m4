@@ -53,6 +53,7 @@ AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
     AM_CONDITIONAL([BUILD_CH4_PART],[test "$build_ch4_part" = "yes"])
     AM_CONDITIONAL([BUILD_CH4_PART_VERBS],[test "$part_verbs" = "yes"])
     AM_CONDITIONAL([BUILD_CH4_PART_OFI],[test "$part_ofi" = "yes"])
+    AM_CONDITIONAL([BUILD_CH4_PART_RDMA],[test "$part_ofi" = "yes" -o "$part_verbs" = "yes"])
 ])dnl
 
 AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
@@ -66,9 +67,12 @@ AM_COND_IF([BUILD_CH4_PART],[
         PAC_LIBS_ADD([-lfabric])
         part_transports="$part_transports, rdma over libfabric"
     fi
-    dnl No transport uses libibverbs yet: it is found (or required) but never linked, so that
-    dnl libmpi carries no run-time dependency without code behind it.
-    part_engine_string="ch4 partitioned engine (transports: $part_transports); libibverbs found: $part_verbs, not linked (no verbs transport yet)"
+    if test "$part_verbs" = "yes" ; then
+        AC_DEFINE([MPIDI_CH4_PART_VERBS],[1],[Define if the partitioned engine's RDMA transport over InfiniBand verbs is built])
+        PAC_LIBS_ADD([-libverbs])
+        part_transports="$part_transports, rdma over verbs"
+    fi
+    part_engine_string="ch4 partitioned engine (transports: $part_transports)"
     AC_DEFINE_UNQUOTED([MPIDI_CH4_PART_DESC],["$part_engine_string"],[What the partitioned engine was built with])
     if test -n "$MPICH_CUSTOM_STRING" ; then
         MPICH_CUSTOM_STRING="$MPICH_CUSTOM_STRING; $part_engine_string"
@@ -76,7 +80,7 @@ AM_COND_IF([BUILD_CH4_PART],[
         MPICH_CUSTOM_STRING="$part_engine_string"
     fi
     AC_CONFIG_COMMANDS([part-summary],
-        [echo "*** partitioned engine: built (transports: $part_transports; --enable-part-ofi=$enable_part_ofi); libibverbs found: $part_verbs, not linked: no verbs transport yet (--enable-part-verbs=$enable_part_verbs)"],
+        [echo "*** partitioned engine: built (transports: $part_transports; --enable-part-ofi=$enable_part_ofi, --enable-part-verbs=$enable_part_verbs)"],
         [part_verbs=$part_verbs enable_part_verbs=$enable_part_verbs part_transports="$part_transports" enable_part_ofi=$enable_part_ofi])
 ])
 ])dnl

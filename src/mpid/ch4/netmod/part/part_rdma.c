@@ -1,0 +1,359 @@
+/*
+ * part_rdma.c: the backend-independent half of the RDMA transport (part_rdma.h): the
+ * operation slots that immediates name, what a remote immediate means (a message done, or
+ * a credit that releases the sender's writes), the mapping of messages to lanes, and the
+ * entry points the core calls, which pick the backend (part_ofi.c, part_verbs.c) from the
+ * operation's MPIR_CVAR_PART_TRANSPORT choice.
+ */
+#include "part_rdma.h"
+
+static struct {
+    /* operation slots (engine lock) */
+    MPIDI_PART_op_t **slots;
+    uint32_t nslots;            /* allocated */
+    uint32_t *freeq;            /* freed slots, reused oldest first */
+    uint32_t fq_head, fq_count;
+    uint32_t next_slot;
+    int live;                   /* operations with transport state (engine lock) */
+} rdma;
+
+/* ---- entry points of the core ------------------------------------------------------- */
+
+#if defined(MPIDI_CH4_PART_OFI) && defined(MPIDI_CH4_PART_VERBS)
+#define RDMA_BUILT "ofi, verbs"
+#elif defined(MPIDI_CH4_PART_OFI)
+#define RDMA_BUILT "ofi"
+#else
+#define RDMA_BUILT "verbs"
+#endif
+
+static int auto_said;           /* the verbose line about auto was printed */
+
+void MPIDI_PART_rdma_init(void)
+{
+    memset(&rdma, 0, sizeof(rdma));
+#ifdef MPIDI_CH4_PART_OFI
+    MPIDI_PART_ofi_init();
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+    MPIDI_PART_verbs_init();
+#endif
+}
+
+void MPIDI_PART_rdma_finalize(void)
+{
+#ifdef MPIDI_CH4_PART_OFI
+    MPIDI_PART_ofi_finalize();
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+    MPIDI_PART_verbs_finalize();
+#endif
+    MPL_free(rdma.slots);
+    MPL_free(rdma.freeq);
+    memset(&rdma, 0, sizeof(rdma));
+}
+
+int MPIDI_PART_rdma_require(int choice)
+{
+#ifdef MPIDI_CH4_PART_OFI
+    if (choice == MPIDI_PART_CHOICE_OFI)
+        return MPIDI_PART_ofi_require();
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+    if (choice == MPIDI_PART_CHOICE_VERBS)
+        return MPIDI_PART_verbs_require();
+#endif
+    return MPI_SUCCESS;
+}
+
+int MPIDI_PART_rdma_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
+{
+#ifdef MPIDI_CH4_PART_OFI
+    if (op->choice == MPIDI_PART_CHOICE_OFI)
+        return MPIDI_PART_ofi_announce(op, rts);
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+    if (op->choice == MPIDI_PART_CHOICE_VERBS)
+        return MPIDI_PART_verbs_announce(op, rts);
+#endif
+    if (op->choice == MPIDI_PART_CHOICE_AUTO && MPIR_CVAR_DEBUG_SUMMARY &&
+        __atomic_exchange_n(&auto_said, 1, __ATOMIC_RELAXED) == 0)
+        fprintf(stderr, "[%d] partitioned engine: MPIR_CVAR_PART_TRANSPORT=auto uses the tag "
+                "transport (README, \"Choosing a transport\"); the RDMA transports built here "
+                "(%s) are used only when forced\n", MPIR_Process.rank, RDMA_BUILT);
+    return MPI_SUCCESS;         /* the auto rule (README) keeps the tag transport */
+}
+
+const MPIDI_PART_transport_t *MPIDI_PART_rdma_usable(MPIDI_PART_op_t * op)
+{
+#ifdef MPIDI_CH4_PART_OFI
+    if (op->choice == MPIDI_PART_CHOICE_OFI && MPIDI_PART_ofi_usable(op))
+        return &MPIDI_PART_ofi_transport;
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+    if (op->choice == MPIDI_PART_CHOICE_VERBS && MPIDI_PART_verbs_usable(op))
+        return &MPIDI_PART_verbs_transport;
+#endif
+    return NULL;
+}
+
+int MPIDI_PART_rdma_progress(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+#ifdef MPIDI_CH4_PART_OFI
+    mpi_errno = MPIDI_PART_ofi_progress();
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+    int err = MPIDI_PART_verbs_progress();
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = err;
+#endif
+    return mpi_errno;
+}
+
+void MPIDI_PART_rdma_release(MPIDI_PART_op_t * op)
+{
+    if (op->rdma)
+        op->rdma->release(op);
+}
+
+/* ---- slots ---------------------------------------------------------------------------- */
+
+/* Engine lock held: a slot for op (0 when none is left). */
+static int slot_get(MPIDI_PART_op_t * op, uint32_t * slot)
+{
+    if (rdma.fq_count > 0) {
+        *slot = rdma.freeq[rdma.fq_head];
+        rdma.fq_head = (rdma.fq_head + 1) % MPIDI_PART_IMM_SLOTS;
+        rdma.fq_count--;
+    } else if (rdma.next_slot < MPIDI_PART_IMM_SLOTS) {
+        if (rdma.next_slot == rdma.nslots) {
+            uint32_t n = rdma.nslots ? 2 * rdma.nslots : 64;
+            MPIDI_PART_op_t **s = MPL_realloc(rdma.slots, n * sizeof(*s), MPL_MEM_OTHER);
+            if (s == NULL)
+                return 0;
+            rdma.slots = s;
+            rdma.nslots = n;
+        }
+        if (rdma.freeq == NULL) {
+            rdma.freeq = MPL_malloc(MPIDI_PART_IMM_SLOTS * sizeof(uint32_t), MPL_MEM_OTHER);
+            if (rdma.freeq == NULL)
+                return 0;
+        }
+        *slot = rdma.next_slot++;
+    } else {
+        return 0;
+    }
+    rdma.slots[*slot] = op;
+    return 1;
+}
+
+int MPIDI_PART_rdma_attach(MPIDI_PART_op_t * op, MPIDI_PART_rdmaop_t * r)
+{
+    MPIDI_PART_LOCK();
+    int ok = slot_get(op, &r->slot);
+    if (ok) {
+        op->rdma = r;
+        rdma.live++;
+        MPIDI_PART_set_work(MPIDI_PART_WORK_RDMA);
+    }
+    MPIDI_PART_UNLOCK();
+    return ok;
+}
+
+void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    MPIDI_PART_LOCK();
+    rdma.slots[r->slot] = NULL;
+    rdma.freeq[(rdma.fq_head + rdma.fq_count) % MPIDI_PART_IMM_SLOTS] = r->slot;
+    rdma.fq_count++;
+    op->rdma = NULL;
+    rdma.live--;
+    MPIDI_PART_clear_work(MPIDI_PART_WORK_RDMA, rdma.live > 0);
+    MPIDI_PART_UNLOCK();
+    MPL_free(r->tosend);
+    MPL_free(r->msg_lane);
+    r->tosend = NULL;
+    r->msg_lane = NULL;
+}
+
+/* ---- immediates ----------------------------------------------------------------------- */
+
+typedef struct {
+    MPIDI_PART_op_t *op;
+    int32_t m;                  /* message done; < 0: a credit released -1 - m messages */
+} rdma_event_t;
+
+/* Engine lock held: what a remote immediate means; 0: drop it (an operation that is gone,
+ * or a message outside its running iteration). A credit is counted here and arms the
+ * sender's iteration when it is the one running. */
+static int resolve(uint32_t imm, rdma_event_t * ev)
+{
+    uint32_t slot = MPIDI_PART_imm_slot(imm);
+    MPIDI_PART_op_t *op = slot < rdma.next_slot ? rdma.slots[slot] : NULL;
+    if (op == NULL || op->rdma == NULL)
+        return 0;
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    ev->op = op;
+    if (MPIDI_PART_imm_kind(imm) == MPIDI_PART_IMM_CREDIT) {
+        if (!op->is_send)
+            return 0;
+        r->credited++;  /* credits come in iteration order: the next needs this one done */
+        int nsend = 0;
+        if (op->tp == r->tp && !op->freed && r->tosend &&
+            MPIDI_PART_st_is_running(&op->st) && !MPIDI_PART_st_is_armed(&op->st) &&
+            r->credited >= op->st.iter)
+            nsend = MPIDI_PART_st_arm(&op->st, r->tosend);
+        if (nsend > 0 && op->st.iter == 1)
+            MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);    /* waited for the answer */
+        ev->m = -1 - nsend;
+        return nsend > 0;
+    }
+    ev->m = (int32_t) MPIDI_PART_imm_low(imm);
+    return !op->is_send && op->tp == r->tp && MPIDI_PART_st_is_running(&op->st) &&
+        ev->m < op->st.nmsgs;
+}
+
+int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
+{
+    int mpi_errno = MPI_SUCCESS, nev = 0;
+    rdma_event_t ev[64];
+
+    while (n > 0) {
+        int batch = n < 64 ? n : 64;
+        nev = 0;
+        MPIDI_PART_LOCK();
+        for (int i = 0; i < batch; i++)
+            if (resolve(imms[i], &ev[nev]))
+                nev++;
+        MPIDI_PART_UNLOCK();
+        for (int i = 0; i < nev; i++) {
+            if (ev[i].m >= 0) {
+                MPIDI_PART_msg_done(ev[i].op, ev[i].m);
+            } else {
+                /* the credit armed a running iteration: send what waited for it (the
+                 * operation stays alive: its request completes only after these) */
+                int err = MPIDI_PART_send_ready(ev[i].op, ev[i].op->rdma->tosend, -1 - ev[i].m);
+                if (err && mpi_errno == MPI_SUCCESS)
+                    mpi_errno = err;
+            }
+        }
+        imms += batch;
+        n -= batch;
+    }
+    return mpi_errno;
+}
+
+/* ---- messages and errors -------------------------------------------------------------- */
+
+int MPIDI_PART_rdma_map(MPIDI_PART_op_t * op, int n, int nlanes, int parts, int ppt)
+{
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    r->nlanes = nlanes;
+    op->spread = 0;
+    if (nlanes <= 1)
+        return MPI_SUCCESS;
+    r->msg_lane = MPL_malloc(n, MPL_MEM_OTHER);
+    if (r->msg_lane == NULL)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**nomem", 0);
+    for (int m = 0; m < n; m++) {
+        r->msg_lane[m] = (uint8_t) MPIDI_PART_plan_vci(&op->st.plan, parts, m, nlanes, ppt);
+        op->spread += (r->msg_lane[m] != 0);
+    }
+    return MPI_SUCCESS;
+}
+
+int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err)
+{
+    int none = MPI_SUCCESS;
+    __atomic_compare_exchange_n(&op->error, &none, err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return err;
+}
+
+void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
+{
+    if (m >= 0) {
+        MPIDI_PART_msg_done(op, m);     /* the iteration completes with the error */
+    } else {
+        for (int i = 0; i < op->st.nmsgs; i++)
+            MPIDI_PART_msg_done(op, i);
+    }
+}
+
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, const char *why)
+{
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_FAIL;
+    hdr.sop = op->rdma->peer_slot;
+    hdr.ext_len = (int32_t) strnlen(why, MPIDI_PART_EXT_MAX - 1) + 1;
+    memcpy(hdr.ext, why, hdr.ext_len - 1);
+    hdr.ext[hdr.ext_len - 1] = 0;
+    return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
+{
+    MPIDI_PART_op_t *op = NULL;
+    char why[MPIDI_PART_EXT_MAX];
+
+    if (hdr->ext_len < 1)
+        return;
+    memcpy(why, hdr->ext, hdr->ext_len);
+    why[hdr->ext_len - 1] = 0;
+    MPIDI_PART_LOCK();
+    if (hdr->sop < rdma.next_slot)
+        op = rdma.slots[hdr->sop];
+    if (op && op->rdma && op->rdma->peer_failed)
+        op->refs++;     /* alive until the backend is done with it */
+    else
+        op = NULL;
+    MPIDI_PART_UNLOCK();
+    if (op == NULL)
+        return;
+    op->rdma->peer_failed(op, why);
+    MPIDI_PART_LOCK();
+    int last = MPIDI_PART_op_unref(op);
+    MPIDI_PART_UNLOCK();
+    if (last)
+        MPIDI_PART_op_destroy(op);
+}
+
+int MPIDI_PART_rdma_progress_rest(void)
+{
+    int mpi_errno = MPIDI_PART_vci_progress(1);
+    if (mpi_errno == MPI_SUCCESS &&
+        (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
+        mpi_errno = MPIDI_PART_handshake();
+    return mpi_errno;
+}
+
+/* ---- transport functions every backend shares ------------------------------------------ */
+
+/* Sender, lock held, at the start of a planned iteration: the receiver's credit for it came
+ * already. */
+int MPIDI_PART_rdma_always_armed(MPIDI_PART_op_t * op)
+{
+    return op->rdma->credited >= op->st.iter;
+}
+
+int MPIDI_PART_rdma_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
+{
+    return MPI_SUCCESS;         /* credits travel as writes, never as a CTS */
+}
+
+int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m)
+{
+    return MPIDI_PART_st_msg_is_done(&op->st, m);
+}
+
+void MPIDI_PART_rdma_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
+{
+    /* completions come from the backend's queues (MPIDI_PART_rdma_progress) */
+}
+
+void MPIDI_PART_rdma_iter_reset(MPIDI_PART_op_t * op)
+{
+}

@@ -1,0 +1,102 @@
+/*
+ * part_rdma.h: what the RDMA transport's backends share (part_ofi.c: libfabric,
+ * part_verbs.c: InfiniBand verbs). Both speak one protocol (README, "RDMA transport"): the
+ * sender writes each wire message into the receive buffer with one write carrying the
+ * 32-bit immediate of part_imm.h; the receiver's MPI_Start gives a credit, an 8-byte write
+ * into the sender's mailbox whose immediate names the sender's slot and the iteration.
+ * part_rdma.c owns the slot table those immediates name, what an immediate means (the
+ * credit rule), the mapping of messages to lanes (endpoints or queue pairs) and the
+ * transport functions that do not touch the wire. A backend opens its device, registers
+ * buffers, posts writes and reads completions.
+ */
+#ifndef PART_RDMA_H_INCLUDED
+#define PART_RDMA_H_INCLUDED
+
+#include "part_impl.h"
+#include "part_imm.h"
+
+/* The first member of every backend's per-operation state; op->rdma points to it. */
+typedef struct MPIDI_PART_rdmaop {
+    const MPIDI_PART_transport_t *tp;   /* the backend's transport */
+    void (*release) (MPIDI_PART_op_t * op);     /* the backend's part (no lock) */
+    /* the peer says its side of the connection broke (no lock; NULL: ignore) */
+    void (*peer_failed) (MPIDI_PART_op_t * op, const char *why);
+    uint32_t slot;              /* ours: the peer's immediates name it */
+    uint32_t peer_slot;
+    uint32_t credited;          /* sender: iterations the receiver has started (engine lock) */
+    int32_t *tosend;            /* sender: the messages a credit releases (engine lock) */
+    int nlanes;                 /* endpoints or queue pairs the messages use */
+    uint8_t *msg_lane;          /* lane of each message (NULL: all on lane 0) */
+} MPIDI_PART_rdmaop_t;
+
+/* No lock: give op the state r (a slot, the progress bit); 0 when no slot is left. */
+int MPIDI_PART_rdma_attach(MPIDI_PART_op_t * op, MPIDI_PART_rdmaop_t * r);
+/* No lock: take op's state back (the slot returns); the caller frees r. */
+void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op);
+/* No lock: what remote immediates mean (messages done, credits that release writes). */
+int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n);
+/* Spread op's n messages over nlanes lanes as the tag transport spreads them over VCIs. */
+int MPIDI_PART_rdma_map(MPIDI_PART_op_t * op, int n, int nlanes, int parts, int ppt);
+/* Record err as op's error (the first one wins); returns err. */
+int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err);
+/* A write could not be posted: the iteration completes with op's error (m = -1: the
+ * credit, so nothing will arrive). */
+void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
+/* No lock: tell op's peer that the connection op uses broke (a FAIL message, which travels
+ * on the handshake's active messages, not on the broken connection). */
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, const char *why);
+/* No lock: after a lane's queue did not bring message m of an MPI_Parrived, move VCI 0
+ * (the handshake's active messages) and the handshake work. */
+int MPIDI_PART_rdma_progress_rest(void);
+
+/* What each backend gives part_rdma.c's entry points (part_impl.h says when they run). */
+#ifdef MPIDI_CH4_PART_OFI
+void MPIDI_PART_ofi_init(void);
+void MPIDI_PART_ofi_finalize(void);
+int MPIDI_PART_ofi_require(void);
+int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
+int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op);
+int MPIDI_PART_ofi_progress(void);
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+void MPIDI_PART_verbs_init(void);
+void MPIDI_PART_verbs_finalize(void);
+int MPIDI_PART_verbs_require(void);
+int MPIDI_PART_verbs_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
+int MPIDI_PART_verbs_usable(MPIDI_PART_op_t * op);
+int MPIDI_PART_verbs_progress(void);
+#endif
+
+/* Transport functions that are the same on every backend. */
+int MPIDI_PART_rdma_always_armed(MPIDI_PART_op_t * op);
+int MPIDI_PART_rdma_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
+int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m);
+void MPIDI_PART_rdma_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask);
+void MPIDI_PART_rdma_iter_reset(MPIDI_PART_op_t * op);
+
+/* Whether op's own buffer can be written or read directly: one contiguous run of bytes.
+ * Empty transfers and PROC_NULL stay on the tag transport (nothing would be written). */
+static inline int MPIDI_PART_rdma_eligible(MPIDI_PART_op_t * op)
+{
+    return op->contig && op->total_bytes > 0 && op->peer != MPI_PROC_NULL;
+}
+
+/* The lane message m travels on (-1: the credit, lane 0). */
+static inline int MPIDI_PART_rdma_lane(const MPIDI_PART_rdmaop_t * r, int m)
+{
+    return (m >= 0 && r->msg_lane) ? r->msg_lane[m] : 0;
+}
+
+/* Bytes of message m of op: offset and length in the buffer. */
+static inline void MPIDI_PART_rdma_span(MPIDI_PART_op_t * op, int m, MPI_Aint * off,
+                                        MPI_Aint * len)
+{
+    int32_t first, nparts;
+    MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
+    *off = first * op->part_extent;
+    *len = nparts * op->part_extent;
+    if (*off + *len > op->total_bytes)
+        *len = op->total_bytes - *off;
+}
+
+#endif /* PART_RDMA_H_INCLUDED */

@@ -1,0 +1,146 @@
+/*
+ * part_verbs_fault.c: error completions of the verbs transport become MPI errors on both
+ * requests, never an abort, a hang or a write (2 processes). Runs only on the verbs
+ * emulator (test/verbs-emu, LD_LIBRARY_PATH) with MPIR_CVAR_PART_TRANSPORT=verbs: the
+ * faulting rank sets VERBSEMU_FAULT=<kind>@<n> before its first partitioned call (the
+ * emulator reads it when the device opens), so that its n-th send work request completes
+ * with that error instead of running.
+ *
+ *   -fault=KIND   remote_access, local_prot, retry_exceeded, rnr_retry_exceeded,
+ *                 remote_op or flush (the emulator's names)
+ *   -side=send    rank 0 (the sender) faults on its first data write (its first work
+ *                 request is the connection's hello, so n = 2)
+ *   -side=recv    rank 1 (the receiver) faults on its first credit (n = 1)
+ *
+ * In iteration 1 both MPI_Wait calls return MPI_ERR_OTHER: the faulting side's message
+ * carries ibv_wc_status_str's text of the fault, the other side's says the peer's side
+ * failed (it heard through the handshake's active messages). Nothing reached the receive
+ * buffer (every byte still holds its sentinel, and the guard bytes around it too). A
+ * second iteration on the broken connection fails at once on both sides, again without a
+ * write. Correct data over verbs is what the rest of the suite checks in the verbs mode.
+ */
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpitest.h"
+
+#define PARTS 8
+#define COUNT 1024
+#define GUARD 64
+
+static const char *status_text(const char *kind)
+{
+    /* ibv_wc_status_str() of the completion status the emulator gives each fault */
+    if (strcmp(kind, "remote_access") == 0)
+        return "remote access error";
+    if (strcmp(kind, "local_prot") == 0)
+        return "local protection error";
+    if (strcmp(kind, "retry_exceeded") == 0)
+        return "transport retry counter exceeded";
+    if (strcmp(kind, "rnr_retry_exceeded") == 0)
+        return "RNR retry counter exceeded";
+    if (strcmp(kind, "remote_op") == 0)
+        return "remote operation error";
+    if (strcmp(kind, "flush") == 0)
+        return "Work Request Flushed Error";
+    return NULL;
+}
+
+static int check_error(const char *who, int rc, const char *want)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0, cls = MPI_SUCCESS;
+    if (rc == MPI_SUCCESS) {
+        fprintf(stderr, "%s: MPI_Wait succeeded; expected an error containing '%s'\n", who,
+                want);
+        return 1;
+    }
+    MPI_Error_class(rc, &cls);
+    MPI_Error_string(rc, msg, &len);
+    if (cls != MPI_ERR_OTHER) {
+        fprintf(stderr, "%s: class %d, expected MPI_ERR_OTHER: %s\n", who, cls, msg);
+        return 1;
+    }
+    if (strstr(msg, want) == NULL) {
+        fprintf(stderr, "%s: the message does not contain '%s': %s\n", who, want, msg);
+        return 1;
+    }
+    return 0;
+}
+
+static unsigned char pattern(int iter, size_t i)
+{
+    return (unsigned char) (i * 7 + iter * 13 + 1);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, errs = 0, send_side = 1;
+    const char *kind = "remote_access", *text;
+    char env[128];
+    MPI_Comm comm2;
+    MPI_Request req;
+    size_t n = (size_t) PARTS * COUNT;
+    unsigned char *mem = malloc(n + 2 * GUARD), *buf = mem + GUARD;
+
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "-fault=", 7) == 0)
+            kind = argv[i] + 7;
+        else if (strcmp(argv[i], "-side=recv") == 0)
+            send_side = 0;
+    }
+    MTest_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    text = status_text(kind);
+    if (text == NULL) {
+        fprintf(stderr, "unknown -fault=%s\n", kind);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm2);
+    MPI_Comm_set_errhandler(comm2, MPI_ERRORS_RETURN);
+
+    /* the faulting rank arms the emulator before its device opens */
+    if ((send_side && rank == 0) || (!send_side && rank == 1)) {
+        snprintf(env, sizeof(env), "%s@%d", kind, send_side ? 2 : 1);
+        setenv("VERBSEMU_FAULT", env, 1);
+    }
+
+    for (int iter = 1; iter <= 2; iter++) {
+        const char *who = rank == 0 ? "sender" : "receiver";
+        int faulting = (send_side && rank == 0) || (!send_side && rank == 1);
+        const char *want = faulting ? text : "the peer's side failed";
+        if (iter == 2)
+            want = faulting ? text : "failed";  /* the broken connection, either text */
+        if (rank == 0) {
+            for (size_t i = 0; i < n; i++)
+                buf[i] = pattern(iter, i);
+            if (iter == 1)
+                MPI_Psend_init(buf, PARTS, COUNT, MPI_BYTE, 1, 0, comm2, MPI_INFO_NULL, &req);
+            MPI_Start(&req);
+            MPI_Pready_range(0, PARTS - 1, req);
+            errs += check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), want);
+        } else if (rank == 1) {
+            memset(mem, 0x5A, n + 2 * GUARD);
+            if (iter == 1)
+                MPI_Precv_init(buf, PARTS, COUNT, MPI_BYTE, 0, 0, comm2, MPI_INFO_NULL, &req);
+            MPI_Start(&req);
+            errs += check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), want);
+            for (size_t i = 0; i < n + 2 * GUARD; i++)
+                if (mem[i] != 0x5A) {
+                    fprintf(stderr, "receiver: iteration %d: byte %ld changed to 0x%02x "
+                            "although nothing may have been written\n", iter,
+                            (long) i - GUARD, mem[i]);
+                    errs++;
+                    break;
+                }
+        }
+    }
+    if (rank < 2)
+        MPI_Request_free(&req);
+    MPI_Comm_free(&comm2);
+    free(mem);
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
