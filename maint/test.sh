@@ -95,6 +95,23 @@ if [ "$(cat "$tb/.part-stamp" 2>/dev/null)" != "$stamp" ]; then
     echo "$stamp" > "$tb/.part-stamp"
 fi
 
+# show_failures TAPFILE: each failed test's line, its arguments and environment (from the
+# JUnit file beside it) and the first lines of its output, so that a failure in CI can be
+# diagnosed from CI's log alone
+show_failures() {
+    awk '/^not ok/ { n++; show = (n <= 10); lines = 0; if (show) print; next }
+         /^ok / { show = 0; next }
+         show && /^## / && lines < 25 { print "    " $0; lines++ }' "$1" 2>/dev/null |
+    while IFS= read -r line; do
+        echo "$line"
+        case $line in
+            "not ok "*) num=${line#not ok }; num=${num%% *}
+                grep -o "testcase name=\"$num - [^\"]*" "${1%.tap}.junit.xml" 2>/dev/null |
+                    sed 's/^testcase name="/    as: /' ;;
+        esac
+    done
+}
+
 tap_count() {   # tap_count FILE -> "passed failed"
     p=$(grep -c '^ok ' "$1" 2>/dev/null || true)
     f=$(grep -c '^not ok ' "$1" 2>/dev/null || true)
@@ -131,7 +148,7 @@ for mode in $TEST_MODES; do
     set -- $(tap_count "$RESULTS/part-$mode.tap")
     [ "$1" -gt 0 ] || set -- 0 1        # ran nothing: a failure
     echo "    $1 passed, $2 failed"
-    grep '^not ok' "$RESULTS/part-$mode.tap" | head -20 || true
+    show_failures "$RESULTS/part-$mode.tap"
     record "part-$mode" "$1" "$2"
 done
 

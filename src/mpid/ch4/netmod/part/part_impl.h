@@ -78,7 +78,8 @@ typedef struct MPIDI_PART_hdr {
     int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
     MPIDI_PART_plan_t plan;     /* PLAN */
     int32_t ext_len;            /* bytes of ext in use */
-    uint8_t ext[MPIDI_PART_EXT_MAX];    /* RTS/PLAN/CTS: the transport's data */
+    /* RTS/PLAN/CTS: the transport's data, laid out by it as a struct (hence the alignment) */
+    uint8_t ext[MPIDI_PART_EXT_MAX] __attribute__ ((aligned(8)));
 } MPIDI_PART_hdr_t;
 
 #define MPIDI_PART_HDR_SIZE(h_) (offsetof(MPIDI_PART_hdr_t, ext) + (size_t) (h_)->ext_len)

@@ -19,6 +19,9 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -252,6 +255,28 @@ static int mr_register(void *buf, size_t len, uint64_t access, struct fid_mr **m
         }                                                                      \
     } while (0)
 
+/* libfabric's shm provider names an endpoint's shared-memory region after the process id
+ * ("pid:domain:endpoint") unless told otherwise, and refuses (fi_enable: -FI_EBUSY) a name
+ * whose region already exists. A process killed with its endpoint open leaves its region in
+ * /dev/shm, so once process ids wrap a later process with the same id could not open its
+ * endpoint. The engine's shm endpoints therefore get names of their own: process id, a
+ * per-open nonce and the endpoint index, and an open that still meets an existing region
+ * tries again with a fresh nonce. */
+#define OFI_SHM_NAME_TRIES 4
+static int ep_name(ofi_ep_t * e, int v)
+{
+    static uint32_t seq;
+    char name[64];
+    struct timespec ts;
+
+    if (strcmp(ofi.prov, "shm") != 0)
+        return 0;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(name, sizeof(name), "mpich-part.%d.%08x.%d", (int) getpid(),
+             (uint32_t) (ts.tv_nsec ^ ts.tv_sec * 2654435761u) + ++seq, v);
+    return fi_setname(&e->ep->fid, name, strlen(name) + 1);
+}
+
 /* Open endpoint v with its completion queue (ofi lock held); 0 or a libfabric error, with
  * ofi.why set. */
 static int ep_open(int v)
@@ -259,8 +284,9 @@ static int ep_open(int v)
     ofi_ep_t *e = &ofi.eps[v];
     struct fi_cq_attr cq_attr = { 0 };
     const char *what = "fi_cq_open";
-    int rc;
+    int rc, tries = 0;
 
+  again:
     cq_attr.format = FI_CQ_FORMAT_DATA;
     cq_attr.size = ofi.tx_size * 4;
     rc = fi_cq_open(ofi.domain, &cq_attr, &e->cq, NULL);
@@ -270,8 +296,18 @@ static int ep_open(int v)
         rc = fi_ep_bind(e->ep, &ofi.av->fid, 0);
     if (!rc && (what = "fi_ep_bind(cq)"))
         rc = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (!rc && (what = "fi_setname"))
+        rc = ep_name(e, v);
     if (!rc && (what = "fi_enable"))
         rc = fi_enable(e->ep);
+    if (rc == -FI_EBUSY && !strcmp(what, "fi_enable") && ++tries < OFI_SHM_NAME_TRIES &&
+        !strcmp(ofi.prov, "shm")) {
+        fi_close(&e->ep->fid);
+        fi_close(&e->cq->fid);
+        e->ep = NULL;
+        e->cq = NULL;
+        goto again;
+    }
     if (!rc && (what = "fi_getname")) {
         e->addrlen = sizeof(e->addr);
         rc = fi_getname(&e->ep->fid, e->addr, &e->addrlen);
