@@ -162,6 +162,8 @@ rdma_tcp="--ours-env=MPIR_CVAR_PART_TRANSPORT=ofi --ours-env=MPIR_CVAR_PART_OFI_
 # leaves them out of every ratio. On real InfiniBand: --ib (below).
 verbs_emu="--ours-env=LD_LIBRARY_PATH=$top/test/verbs-emu/build --ours-env=VERBSEMU_NS=bench$$ --ours-env=MPIR_CVAR_PART_TRANSPORT=verbs --ours-env=UCX_TLS=self,sm,tcp --variants part"
 verbs_hw="--ours-env=MPIR_CVAR_PART_TRANSPORT=verbs"
+# The PLogGP aggregator (issue 11: not the default yet; these rows decide whether it may be)
+ploggp="--ours-env=MPIR_CVAR_PART_AGGREGATOR=ploggp"
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -245,6 +247,9 @@ parrived|--theta|1,32|--pattern parrived --sizes 4K
 tcp-1x1|--sizes|8,4K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
 tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
 tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
+ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --aggr 0 $ploggp
+ploggp-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
+ploggp-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
 rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm
 rdma-shm-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $rdma_shm
 rdma-shm-earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000 $rdma_shm
