@@ -619,15 +619,19 @@ void MPIDI_PART_request_free(MPIR_Request * request)
     MPIDI_PART_OP(request) = NULL;
 
     /* the request is inactive (MPI_Request_free refuses active ones, maint/patches/0008):
-     * every internal request of the last iteration has completed */
+     * every internal request of the last iteration has completed. freed and the transport
+     * are set and read under the lock: the handshake (a progress thread) may be installing
+     * the plan right now; once it sees freed it installs none, and a plan installed before
+     * is complete when the lock is ours (ThreadSanitizer, part_race_free_rts) */
     MPIDI_PART_LOCK();
     unpoll(op);
+    op->freed = 1;
+    const MPIDI_PART_transport_t *tp = op->tp;
     MPIDI_PART_UNLOCK();
-    if (op->tp)
-        op->tp->iter_reset(op);
+    if (tp)
+        tp->iter_reset(op);
     MPIDI_PART_LOCK();
     op->req = NULL;
-    op->freed = 1;
     int last = MPIDI_PART_op_unref(op);
     MPIDI_PART_UNLOCK();
     if (last)
