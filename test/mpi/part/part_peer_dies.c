@@ -302,6 +302,7 @@ static int supervise(int deadline, int nocleanup, char **child_args, int nchild_
 
     if (n <= 0 || out == NULL || pipe(fds) != 0) {
         printf("part_peer_dies: cannot set up the inner job (%s)\n", strerror(errno));
+        free(out);
         return 1;
     }
     self[n] = '\0';
@@ -339,6 +340,8 @@ static int supervise(int deadline, int nocleanup, char **child_args, int nchild_
     close(fds[1]);
     if (pid < 0) {
         printf("part_peer_dies: fork: %s\n", strerror(errno));
+        close(fds[0]);
+        free(out);
         return 1;
     }
 
@@ -380,6 +383,7 @@ static int supervise(int deadline, int nocleanup, char **child_args, int nchild_
     for (ssize_t r; open_fd && (r = read(fds[0], out + len, OUT_MAX - len)) > 0;)
         len += (int) r;     /* whatever is left (the writers are gone now) */
     out[len] = '\0';
+    close(fds[0]);
 
     char want_dies[64], want_wait[80];
     snprintf(want_dies, sizeof(want_dies), "rank %d dies in iteration 1", dies_sender ? 0 : 1);
@@ -412,11 +416,13 @@ static int supervise(int deadline, int nocleanup, char **child_args, int nchild_
                WIFSIGNALED(status) ? "killed by signal" : "exit status",
                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         printf("part_peer_dies: the job's output:\n%s", out);
+        free(out);
         return 1;
     }
     if (getenv("MPITEST_VERBOSE"))
         printf("part_peer_dies: job ended after %.1f s, mpiexec exit status %d; output:\n%s",
                took, WEXITSTATUS(status), out);
+    free(out);
     printf(" No Errors\n");
     return 0;
 }
