@@ -56,3 +56,29 @@ regen_inputs() {
         esac
     done
 }
+
+# testsuite_configure TB PREFIX LOGBASE DTPOOLS [VAR=value ...]: MPICH's test suite configured
+# in TB against the MPICH installed in PREFIX, with its helper libraries built (and the
+# datatype pools when DTPOOLS is yes). Done again only when PREFIX's libmpi or the test suite's
+# configure script changed. Logs: LOGBASE-configure.log, LOGBASE-util.log. The VAR=value
+# settings go into the environment of configure and make (sanitizer options, CFLAGS).
+testsuite_configure() {
+    ts_tb=$1 ts_prefix=$2 ts_log=$3 ts_dtp=$4
+    shift 4
+    ts_src=$top/_src/mpich-$BASE_VERSION/test/mpi
+    ts_stamp=$(cat "$ts_prefix/lib/libmpi.so" "$ts_src/configure" 2>/dev/null | sha256sum | cut -c1-16)
+    [ "$(cat "$ts_tb/.part-stamp" 2>/dev/null)" != "$ts_stamp" ] || return 0
+    step "configuring MPICH's test suite in $ts_tb (against $ts_prefix${*:+; $*})"
+    rm -rf "$ts_tb"
+    mkdir -p "$ts_tb"
+    ( cd "$ts_tb" && env "$@" "$ts_src/configure" --with-mpi="$ts_prefix" --enable-threads=multiple \
+        --disable-spawn --disable-ft-tests --disable-perftest ) > "$ts_log-configure.log" 2>&1 \
+        || { tail -20 "$ts_log-configure.log"; die "configuring the test suite failed"; }
+    env "$@" make -C "$ts_tb/util" libmtest_single.la libmtest_thread.la > "$ts_log-util.log" 2>&1 \
+        || die "building the test suite's helper libraries failed (see $ts_log-util.log)"
+    if [ "$ts_dtp" = yes ]; then
+        env "$@" make -C "$ts_tb/dtpools" >> "$ts_log-util.log" 2>&1 \
+            || die "building the test suite's datatype pools failed (see $ts_log-util.log)"
+    fi
+    echo "$ts_stamp" > "$ts_tb/.part-stamp"
+}

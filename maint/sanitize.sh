@@ -129,21 +129,7 @@ run_asan() {
     "$PREFIX/bin/mpichversion" | sed -n 's/^MPICH Custom Information:[[:space:]]*/    /p'
 
     tb=$BUILD_DIR/test-mpi
-    stamp=$(cat "$PREFIX/lib/libmpi.so" "$tsrc/configure" 2>/dev/null | sha256sum | cut -c1-16)
-    if [ "$(cat "$tb/.part-stamp" 2>/dev/null)" != "$stamp" ]; then
-        step "configuring MPICH's test suite in $tb (against $PREFIX)"
-        rm -rf "$tb"
-        mkdir -p "$tb"
-        ( export ASAN_OPTIONS=detect_leaks=0
-          cd "$tb" && "$tsrc/configure" --with-mpi="$PREFIX" --enable-threads=multiple \
-            --disable-spawn --disable-ft-tests --disable-perftest ) > "$RESULTS/testsuite-configure.log" 2>&1 \
-            || { tail -20 "$RESULTS/testsuite-configure.log"; die "configuring the test suite failed"; }
-        ASAN_OPTIONS=detect_leaks=0 make -C "$tb/util" libmtest_single.la libmtest_thread.la \
-            > "$RESULTS/testsuite-util.log" 2>&1 \
-            && ASAN_OPTIONS=detect_leaks=0 make -C "$tb/dtpools" >> "$RESULTS/testsuite-util.log" 2>&1 \
-            || die "building the test suite's helper libraries failed"
-        echo "$stamp" > "$tb/.part-stamp"
-    fi
+    testsuite_configure "$tb" "$PREFIX" "$RESULTS/testsuite" yes ASAN_OPTIONS=detect_leaks=0
     # runtests builds each program before running it; build them all first (the log shows
     # compiler errors, and the timings do not include compiling)
     step "building the test programs of part/ and threads/part/"
@@ -373,18 +359,7 @@ run_helgrind() {
     fi
     [ -s "$hd/engine-symbols" ] || echo "    note: no engine objects under $HG_BUILD_DIR (HG_BUILD_DIR):" \
         "reports are attributed by the MPIDI_PART_ prefix and file names only"
-    stamp=$(cat "$HG_PREFIX/lib/libmpi.so" "$tsrc/configure" 2>/dev/null | sha256sum | cut -c1-16)
-    if [ "$(cat "$hb/.part-stamp" 2>/dev/null)" != "$stamp" ]; then
-        step "configuring MPICH's test suite in $hb (against $HG_PREFIX, read-only)"
-        rm -rf "$hb"
-        mkdir -p "$hb"
-        ( cd "$hb" && "$tsrc/configure" --with-mpi="$HG_PREFIX" --enable-threads=multiple \
-            --disable-spawn --disable-ft-tests --disable-perftest ) > "$RESULTS/helgrind-configure.log" 2>&1 \
-            || { tail -20 "$RESULTS/helgrind-configure.log"; die "configuring the test suite failed"; }
-        make -C "$hb/util" libmtest_single.la libmtest_thread.la > "$RESULTS/helgrind-util.log" 2>&1 \
-            || die "building the test suite's helper libraries failed"
-        echo "$stamp" > "$hb/.part-stamp"
-    fi
+    testsuite_configure "$hb" "$HG_PREFIX" "$RESULTS/helgrind" no
     progs=$(echo "$hg_tests" | awk '{for (i = 1; i <= NF; i++) if ($i !~ /=/) {print $i; break}}' | sort -u)
     make -C "$hb/threads/part" $progs > "$RESULTS/helgrind-progs.log" 2>&1 \
         || { tail -20 "$RESULTS/helgrind-progs.log"; die "building the threaded tests failed"; }
@@ -418,32 +393,51 @@ run_helgrind() {
 
 # ---- ThreadSanitizer over the threaded engine tests -------------------------------------------
 # classify_tsan DIR: one line per ThreadSanitizer report in DIR/**/san.*:
-#   <engine|test|mpich|other> <kind> <access> | <other access> | <file>
-# engine when a frame of either access stack is in the engine's files; the stacks of thread
-# creation, mutexes and locations do not count.
+#   <owner> <kind> <access> | <other access> | <file> [engine-in-stack]
+# The owner is the code of the racing accesses (frame #0 of each access stack): engine when
+# either is in the engine's files, test when in a test program, else mpich (MPICH's sources,
+# its headers included) or other. engine-in-stack: the engine called the code that raced.
 classify_tsan() {
     find "$1" -name 'san.*' -type f | LC_ALL=C sort | while read -r f; do
-        awk -v file="${f#$1/}" '
+        awk -v file="${f#$1/}" -v bdir="$2" '
+            function where(line) {
+                if (line ~ /src\/mpid\/ch4\/netmod\/part\/|src\/mpi\/part\//) return "engine"
+                if (line ~ /test\/mpi\/(threads\/)?part\//) return "test"
+                if (line ~ /mpich-[0-9.]*\/(src|modules)\//) return "mpich"
+                return "other"
+            }
+            # the source line of a frame ("path:line[:col]", relative to the build directory)
+            function srcline(pl,   p, n, i, l, q) {
+                if (pl in cache) return cache[pl]
+                n = split(pl, q, ":"); p = q[1]; if (p !~ /^\//) p = bdir "/" p
+                l = ""; for (i = 1; i <= q[2] && (getline l < p) > 0; i++) ;
+                close(p); cache[pl] = (i > q[2]) ? l : ""; return cache[pl]
+            }
+            # MPICH'"'"'s recursive critical-section macros read the lock'"'"'s owner field unlocked
+            # (mpidu_thread_fallback.h, MPIDUI_THREAD_CS_ENTER_REC): a race inside one of them
+            # is MPICH'"'"'s, whichever file the macro was expanded in
+            function csmacro(pl) { return srcline(pl) ~ /MPID_THREAD_CS_(ENTER|EXIT|YIELD)|MPIDI_PROGRESS\(/ }
             function flush(   o) {
                 if (kind == "") return
-                o = eng ? "engine" : tst ? "test" : mp ? "mpich" : "other"
-                printf "%s %s %s | %s | %s\n", o, kind, (a1 == "" ? "-" : a1), (a2 == "" ? "-" : a2), file
-                kind = ""; eng = tst = mp = 0; a1 = a2 = ""; st = 0
+                if (o1 == "engine" && csmacro(p1)) o1 = "mpich-cs"
+                if (o2 == "engine" && csmacro(p2)) o2 = "mpich-cs"
+                o = (o1 == "engine" || o2 == "engine") ? "engine" : (o1 == "test" || o2 == "test") ? "test" : (o1 == "" ? "other" : o1)
+                if (o == "mpich" && (csmacro(p1) || csmacro(p2))) o = "mpich-cs"
+                printf "%s %s %s | %s | %s%s\n", o, kind, (a1 == "" ? "-" : a1), (a2 == "" ? "-" : a2), file,
+                    (via && o != "engine" ? " engine-in-stack" : "")
+                kind = ""; via = 0; a1 = a2 = o1 = o2 = p1 = p2 = ""; st = 0
             }
             /WARNING: ThreadSanitizer: / { flush(); kind = $0; sub(/.*ThreadSanitizer: /, "", kind)
                                            sub(/ \(pid=.*/, "", kind); gsub(/ /, "-", kind); next }
             /^SUMMARY: ThreadSanitizer|^==================$/ { flush(); next }
             kind == "" { next }
-            /^  (Read|Write|Atomic read|Atomic write) of size|^  Previous (read|write|atomic)|^  (Mutex|Thread) .* (acquired|created|locked)|^  Location is|^ *Mutex M[0-9]+/ {
-                st = ($0 ~ /^  (Read|Write|Atomic read|Atomic write)/) ? 1 : ($0 ~ /^  Previous/) ? 2 : 3; next }
+            /^  [A-Z]/ { st = ($0 ~ /^  (Read|Write|Atomic read|Atomic write) of size/) ? 1 : ($0 ~ /^  Previous /) ? 2 : 3; next }
             /^ +#[0-9]+ / && st >= 1 && st <= 2 {
-                loc = $0; sub(/ \(.*\)$/, "", loc); n = split(loc, w, " "); loc = w[n]; fn = w[2]
-                sub(/.*\//, "", loc)
-                if ($0 ~ /src\/mpid\/ch4\/netmod\/part\/|src\/mpi\/part\//) eng = 1
-                else if ($0 ~ /test\/mpi\/(threads\/)?part\//) tst = 1
-                else if ($0 ~ /mpich-[0-9.]*\/src\//) mp = 1
-                if (st == 1 && a1 == "") a1 = fn "@" loc
-                if (st == 2 && a2 == "") a2 = fn "@" loc
+                w = where($0); if (w == "engine") via = 1
+                loc = $0; sub(/ \([^)]*\)$/, "", loc); n = split(loc, x, " "); fn = x[2]; pl = x[n]
+                loc = pl; sub(/.*\//, "", loc)
+                if (st == 1 && a1 == "") { a1 = fn "@" loc; o1 = w; p1 = pl }
+                if (st == 2 && a2 == "") { a2 = fn "@" loc; o2 = w; p2 = pl }
             }
             END { flush() }' "$f"
     done
@@ -460,19 +454,8 @@ run_tsan() {
 --enable-thread-cs=per-vci --with-ch4-max-vcis=16 MPICHLIB_CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread" \
         "$top/maint/build.sh"
     tb=$TSAN_BUILD_DIR/test-mpi
-    stamp=$(cat "$TSAN_PREFIX/lib/libmpi.so" "$tsrc/configure" 2>/dev/null | sha256sum | cut -c1-16)
-    if [ "$(cat "$tb/.part-stamp" 2>/dev/null)" != "$stamp" ]; then
-        step "configuring MPICH's test suite in $tb (against $TSAN_PREFIX, programs with -fsanitize=thread)"
-        rm -rf "$tb"
-        mkdir -p "$tb"
-        ( cd "$tb" && CFLAGS="-g -O1 -fsanitize=thread" LDFLAGS="-fsanitize=thread" \
-            "$tsrc/configure" --with-mpi="$TSAN_PREFIX" --enable-threads=multiple \
-            --disable-spawn --disable-ft-tests --disable-perftest ) > "$RESULTS/tsan-configure.log" 2>&1 \
-            || { tail -20 "$RESULTS/tsan-configure.log"; die "configuring the test suite failed"; }
-        make -C "$tb/util" libmtest_single.la libmtest_thread.la > "$RESULTS/tsan-util.log" 2>&1 \
-            || die "building the test suite's helper libraries failed"
-        echo "$stamp" > "$tb/.part-stamp"
-    fi
+    testsuite_configure "$tb" "$TSAN_PREFIX" "$RESULTS/tsan" no CFLAGS="-g -O1 -fsanitize=thread" \
+        LDFLAGS=-fsanitize=thread
     make -C "$tb/threads/part" -j"$(nproc)" > "$RESULTS/tsan-progs.log" 2>&1 \
         || { tail -20 "$RESULTS/tsan-progs.log"; die "building threads/part failed"; }
     sd=$RESULTS/tsan
@@ -509,11 +492,13 @@ WRAP
     echo "    $p passed, $f failed ($(( $(date +%s) - t1 )) s)"
     grep '^not ok' "$RESULTS/tsan.tap" | head -20 || true
     [ "$f" -eq 0 ] || fail tsan-tests
-    classify_tsan "$sd" > "$RESULTS/tsan-reports.txt"
+    classify_tsan "$sd" "$TSAN_BUILD_DIR" > "$RESULTS/tsan-reports.txt"
     echo "    ThreadSanitizer reports: $(grep -c '^engine ' "$RESULTS/tsan-reports.txt") in the engine," \
          "$(grep -c '^test ' "$RESULTS/tsan-reports.txt") in the tests, $(grep -vc '^engine \|^test ' "$RESULTS/tsan-reports.txt") elsewhere"
-    echo "    distinct (count, owner, kind, access | other access):"
-    awk '{$NF = ""; print}' "$RESULTS/tsan-reports.txt" | sort | uniq -c | sort -k2,2 -k1,1nr | head -40 | sed 's/^/    /'
+    echo "    distinct (count, owner, kind, access | other access [engine-in-stack]):"
+    awk '{sub(/ \| [^|]*$/, " " ($NF == "engine-in-stack" ? $NF : "")); print}' "$RESULTS/tsan-reports.txt" \
+        | sort | uniq -c | sort -k2,2 -k1,1nr | head -40 | sed 's/^/    /'
+    grep '^engine ' "$RESULTS/tsan-reports.txt" | awk '{print "    engine report in " $(NF)}' | sort -u | head -10
     grep -q '^engine ' "$RESULTS/tsan-reports.txt" && fail tsan-engine-reports
     true
 }

@@ -81,19 +81,7 @@ record verbs-emu "$1" "$2"
 # ---- MPICH's partitioned test directories -----------------------------------------------
 tsrc=$top/_src/mpich-$BASE_VERSION/test/mpi
 tb=$BUILD_DIR/test-mpi
-stamp=$(cat "$PREFIX/lib/libmpi.so" "$tsrc/configure" 2>/dev/null | sha256sum | cut -c1-16)
-if [ "$(cat "$tb/.part-stamp" 2>/dev/null)" != "$stamp" ]; then
-    step "configuring MPICH's test suite in $tb (against $PREFIX)"
-    rm -rf "$tb"
-    mkdir -p "$tb"
-    ( cd "$tb" && "$tsrc/configure" --with-mpi="$PREFIX" --enable-threads=multiple \
-        --disable-spawn --disable-ft-tests --disable-perftest ) > "$RESULTS/testsuite-configure.log" 2>&1 \
-        || { tail -20 "$RESULTS/testsuite-configure.log"; die "configuring the test suite failed"; }
-    make -C "$tb/util" libmtest_single.la libmtest_thread.la > "$RESULTS/testsuite-util.log" 2>&1 \
-        && make -C "$tb/dtpools" >> "$RESULTS/testsuite-util.log" 2>&1 \
-        || die "building the test suite's helper libraries failed"
-    echo "$stamp" > "$tb/.part-stamp"
-fi
+testsuite_configure "$tb" "$PREFIX" "$RESULTS/testsuite" yes
 
 # show_failures TAPFILE: each failed test's line, its arguments and environment (from the
 # JUnit file beside it) and the first lines of its output, so that a failure in CI can be
