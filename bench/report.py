@@ -15,6 +15,8 @@ import os
 import sys
 from collections import defaultdict
 
+import report_aggr
+
 KEY = ("lib", "config", "pattern", "variant", "threads", "theta", "bytes", "aggr",
        "gamma_us_per_MB", "compute_us", "noise_model", "noise_pct")
 VARIANTS = ["part", "p2p-single", "p2p-many", "rma-single-passive", "rma-many-passive",
@@ -553,6 +555,11 @@ def plot_all(d, outdir):
         fig.savefig(p, dpi=110)
         plt.close(fig)
         made.append(p)
+
+    # aggregators (agg-<aggregator>-<N>): T_ours/T_stock per partition count
+    p = report_aggr.plot(report_aggr.points(d, ratio), outdir, plt)
+    if p:
+        made.append(p)
     return made
 
 
@@ -1040,6 +1047,7 @@ def main():
         os.makedirs(pdir, exist_ok=True)
         plots = plot_all(d, pdir)
     text = summary(d, meta_text, args, plots)
+    text += report_aggr.section(report_aggr.points(d, ratio), human, fr)
     if emu:
         text += ("\n## Verbs transport on the emulator (correctness only)\n\n%d points of %s "
                  "ran over MPIR_CVAR_PART_TRANSPORT=verbs on test/verbs-emu, %d of them with "

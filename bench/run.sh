@@ -162,7 +162,10 @@ rdma_tcp="--ours-env=MPIR_CVAR_PART_TRANSPORT=ofi --ours-env=MPIR_CVAR_PART_OFI_
 # leaves them out of every ratio. On real InfiniBand: --ib (below).
 verbs_emu="--ours-env=LD_LIBRARY_PATH=$top/test/verbs-emu/build --ours-env=VERBSEMU_NS=bench$$ --ours-env=MPIR_CVAR_PART_TRANSPORT=verbs --ours-env=UCX_TLS=self,sm,tcp --variants part"
 verbs_hw="--ours-env=MPIR_CVAR_PART_TRANSPORT=verbs"
-# The PLogGP aggregator (issue 11: not the default yet; these rows decide whether it may be)
+# The PLogGP aggregator (issue 11: not the default yet; these rows decide whether it may be).
+# agg-<aggregator>-<N>: seed 000's overhead comparison (4 threads, N partitions in all, 1 ms
+# compute, one late thread with 1 % and 4 % noise) under no merging, a fixed
+# MPIR_CVAR_PART_AGGR_SIZE of 64 KiB and the PLogGP model, each against stock in its own launch
 ploggp="--ours-env=MPIR_CVAR_PART_AGGREGATOR=ploggp"
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
@@ -250,6 +253,15 @@ tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part
 ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --aggr 0 $ploggp
 ploggp-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
 ploggp-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
+agg-none-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0
+agg-fixed-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 65536
+agg-ploggp-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 $ploggp
+agg-none-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0
+agg-fixed-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 65536
+agg-ploggp-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 $ploggp
+agg-none-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0
+agg-fixed-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 65536
+agg-ploggp-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 $ploggp
 rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm
 rdma-shm-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $rdma_shm
 rdma-shm-earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000 $rdma_shm
