@@ -250,7 +250,7 @@ parrived|--theta|1,32|--pattern parrived --sizes 4K
 tcp-1x1|--sizes|8,4K|--pattern pipelined --threads 1 --theta 1 --variants part,p2p-single --aggr 0 $tcp_env
 tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
 tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $tcp_env
-ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --aggr 0 $ploggp
+ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $ploggp
 ploggp-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
 ploggp-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
 agg-none-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0
