@@ -100,6 +100,23 @@ show_failures() {
     done
 }
 
+# clean_stale_shm: the shared-memory regions of libfabric's shm provider that test processes
+# killed on purpose (part_peer_dies, fatal-error tests) leave in /dev/shm, 16 MiB each (sparse).
+# The engine names them after their process (mpich-part.<pid>.<nonce>.<endpoint>), so those
+# whose process is gone can be told apart and removed; prints how many.
+clean_stale_shm() {
+    n=0
+    for f in /dev/shm/mpich-part.*; do
+        [ -e "$f" ] || continue
+        pid=${f#/dev/shm/mpich-part.}
+        pid=${pid%%.*}
+        if [ ! -d "/proc/$pid" ]; then
+            rm -f "$f" && n=$((n + 1))
+        fi
+    done
+    [ "$n" -eq 0 ] || echo "    removed $n shared-memory regions of killed test processes from /dev/shm"
+}
+
 tap_count() {   # tap_count FILE -> "passed failed"
     p=$(grep -c '^ok ' "$1" 2>/dev/null || true)
     f=$(grep -c '^not ok ' "$1" 2>/dev/null || true)
@@ -138,6 +155,7 @@ for mode in $TEST_MODES; do
     echo "    $1 passed, $2 failed"
     show_failures "$RESULTS/part-$mode.tap"
     record "part-$mode" "$1" "$2"
+    clean_stale_shm
 done
 
 # ---- two hosts (maint/twohost: network namespaces joined by a veth, hydra across them) ----
