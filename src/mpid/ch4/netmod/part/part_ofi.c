@@ -142,6 +142,7 @@ static struct {
     int state;
     char why[MPI_MAX_ERROR_STRING];     /* OFI_FAILED: the reason */
     char prov[64];
+    int own_names;              /* the engine names its endpoints (shm: ep_name) */
     MPID_Thread_mutex_t lock;   /* fabric, domain, address vector, registrations, peers,
                                  * opening endpoints (never taken inside the engine lock or
                                  * an endpoint's lock) */
@@ -269,8 +270,6 @@ static int ep_name(ofi_ep_t * e, int v)
     char name[64];
     struct timespec ts;
 
-    if (strcmp(ofi.prov, "shm") != 0)
-        return 0;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(name, sizeof(name), "mpich-part.%d.%08x.%d", (int) getpid(),
              (uint32_t) (ts.tv_nsec ^ ts.tv_sec * 2654435761u) + ++seq, v);
@@ -296,12 +295,11 @@ static int ep_open(int v)
         rc = fi_ep_bind(e->ep, &ofi.av->fid, 0);
     if (!rc && (what = "fi_ep_bind(cq)"))
         rc = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
-    if (!rc && (what = "fi_setname"))
+    if (!rc && ofi.own_names && (what = "fi_setname"))
         rc = ep_name(e, v);
     if (!rc && (what = "fi_enable"))
         rc = fi_enable(e->ep);
-    if (rc == -FI_EBUSY && !strcmp(what, "fi_enable") && ++tries < OFI_SHM_NAME_TRIES &&
-        !strcmp(ofi.prov, "shm")) {
+    if (rc == -FI_EBUSY && ofi.own_names && ++tries < OFI_SHM_NAME_TRIES) {
         fi_close(&e->ep->fid);
         fi_close(&e->cq->fid);
         e->ep = NULL;
@@ -376,6 +374,7 @@ static void fabric_open(void)
     }
     ofi.info = fi_dupinfo(fi);
     snprintf(ofi.prov, sizeof(ofi.prov), "%s", fi->fabric_attr->prov_name);
+    ofi.own_names = strcmp(ofi.prov, "shm") == 0;
     uint64_t mrm = fi->domain_attr->mr_mode;
     ofi.mr_local = !!(mrm & FI_MR_LOCAL);
     ofi.mr_virt = !!(mrm & FI_MR_VIRT_ADDR);
