@@ -115,6 +115,32 @@ classify_reports() {
     done
 }
 
+# write_wrap FILE: the program wrapper (MPITEST_PROGRAM_WRAPPER) that runs each process of a
+# test: its sanitizer logs go to a directory under SAN_DIR named after the test line (program,
+# arguments, MPIR_CVAR_* settings); SAN_ASAN_OPTIONS, SAN_UBSAN_OPTIONS and SAN_TSAN_OPTIONS,
+# those that are set, become the sanitizers' options; a non-zero exit is noted in its "exit".
+write_wrap() {
+    cat > "$1" <<'WRAP'
+#!/bin/sh
+# written by maint/sanitize.sh: runs one process of a test, its sanitizer logs in a directory
+# named after the test line (program, arguments, MPIR_CVAR_* settings)
+id=$( (echo "$*"; env | grep '^MPIR_CVAR_' | LC_ALL=C sort) | cksum | cut -d' ' -f1)
+d=$SAN_DIR/$(basename "$1")-$id
+mkdir -p "$d"
+[ -f "$d/test" ] || { echo "$*"; env | grep '^MPIR_CVAR_' | LC_ALL=C sort; } > "$d/test"
+q=""
+case " $SAN_SMALL_QUARANTINE " in *" $(basename "$1") "*) q=":quarantine_size_mb=16" ;; esac
+[ -z "$SAN_ASAN_OPTIONS" ] || export ASAN_OPTIONS="$SAN_ASAN_OPTIONS$q:log_path=$d/san"
+[ -z "$SAN_UBSAN_OPTIONS" ] || export UBSAN_OPTIONS="$SAN_UBSAN_OPTIONS:log_path=$d/san"
+[ -z "$SAN_TSAN_OPTIONS" ] || export TSAN_OPTIONS="$SAN_TSAN_OPTIONS:log_path=$d/san"
+"$@"
+rc=$?
+[ $rc -eq 0 ] || echo "a process exited with $rc" >> "$d/exit"
+exit $rc
+WRAP
+    chmod +x "$1"
+}
+
 # ---- the sanitizer build and MPICH's test directories ---------------------------------------
 run_asan() {
     step "ASan + UBSan build into $PREFIX (build directory $BUILD_DIR)"
@@ -185,22 +211,7 @@ run_asan() {
         aopt="$aopt:suppressions=$RESULTS/asan.supp"
         uopt="print_stacktrace=1:suppressions=$RESULTS/ubsan.supp"
         mkdir -p "$sd/hydra"
-        cat > "$RESULTS/san-wrap" <<'WRAP'
-#!/bin/sh
-# written by maint/sanitize.sh: runs one process of a test, its sanitizer logs in a directory
-# named after the test line (program, arguments, MPIR_CVAR_* settings)
-id=$( (echo "$*"; env | grep '^MPIR_CVAR_' | LC_ALL=C sort) | cksum | cut -d' ' -f1)
-d=$SAN_DIR/$(basename "$1")-$id
-mkdir -p "$d"
-[ -f "$d/test" ] || { echo "$*"; env | grep '^MPIR_CVAR_' | LC_ALL=C sort; } > "$d/test"
-q=""
-case " $SAN_SMALL_QUARANTINE " in *" $(basename "$1") "*) q=":quarantine_size_mb=16" ;; esac
-ASAN_OPTIONS="$SAN_ASAN_OPTIONS$q:log_path=$d/san" UBSAN_OPTIONS="$SAN_UBSAN_OPTIONS:log_path=$d/san" "$@"
-rc=$?
-[ $rc -eq 0 ] || echo "a process exited with $rc" >> "$d/exit"
-exit $rc
-WRAP
-        chmod +x "$RESULTS/san-wrap"
+        write_wrap "$RESULTS/san-wrap"
         step "MPICH test suite part/ and threads/part/ under ASan+UBSan, mode $mode ${envs:+($envs)}"
         t1=$(date +%s)
         ( cd "$tb" && env $envs SAN_DIR="$sd" SAN_ASAN_OPTIONS="$aopt" SAN_UBSAN_OPTIONS="$uopt" \
@@ -461,17 +472,7 @@ run_tsan() {
     sd=$RESULTS/tsan
     rm -rf "$sd"
     mkdir -p "$sd/hydra"
-    cat > "$RESULTS/tsan-wrap" <<'WRAP'
-#!/bin/sh
-# written by maint/sanitize.sh: one process of a test, its ThreadSanitizer log in a directory
-# named after the test line
-id=$( (echo "$*"; env | grep '^MPIR_CVAR_' | LC_ALL=C sort) | cksum | cut -d' ' -f1)
-d=$SAN_DIR/$(basename "$1")-$id
-mkdir -p "$d"
-[ -f "$d/test" ] || { echo "$*"; env | grep '^MPIR_CVAR_' | LC_ALL=C sort; } > "$d/test"
-TSAN_OPTIONS="$SAN_TSAN_OPTIONS:log_path=$d/san" exec "$@"
-WRAP
-    chmod +x "$RESULTS/tsan-wrap"
+    write_wrap "$RESULTS/tsan-wrap"
     # exitcode=0: a report does not fail the test by itself (MPICH's and UCX's own reports would
     # fail every test); reports are classified below and any in the engine fails the run.
     # UCX is not instrumented: synchronisation inside it is invisible to TSan.
