@@ -66,3 +66,32 @@ TEST(Imm, CreditsCompareIterationsModulo65536)
     EXPECT_FALSE(MPIDI_PART_imm_credit_is(2, 1));
     EXPECT_FALSE(MPIDI_PART_imm_credit_is(65535, 0));
 }
+
+TEST(Imm, TimerWritesRoundTripEveryStartAndCount)
+{
+    for (uint32_t m = 0; m < MPIDI_PART_IMM_TIMER_PARTS; m++) {
+        for (uint32_t c = 1; c <= MPIDI_PART_IMM_TIMER_RUN; c++) {
+            uint32_t low = 0xffffffffu, imm;
+            ASSERT_TRUE(MPIDI_PART_imm_timer_low(m, c, &low));
+            ASSERT_LT(low, MPIDI_PART_IMM_MSGS);
+            ASSERT_TRUE(MPIDI_PART_imm_encode(MPIDI_PART_IMM_DATA, 12345, low, &imm));
+            ASSERT_EQ(MPIDI_PART_imm_slot(imm), 12345u);
+            ASSERT_EQ(MPIDI_PART_imm_timer_first(MPIDI_PART_imm_low(imm)), m);
+            ASSERT_EQ(MPIDI_PART_imm_timer_count(MPIDI_PART_imm_low(imm)), c);
+        }
+    }
+}
+
+TEST(Imm, TimerWritesRefuseWhatDoesNotFit)
+{
+    uint32_t low = 7;
+    EXPECT_FALSE(MPIDI_PART_imm_timer_low(MPIDI_PART_IMM_TIMER_PARTS, 1, &low));
+    EXPECT_FALSE(MPIDI_PART_imm_timer_low(0, 0, &low));
+    EXPECT_FALSE(MPIDI_PART_imm_timer_low(0, MPIDI_PART_IMM_TIMER_RUN + 1, &low));
+    EXPECT_EQ(low, 7u);
+    // the extremes are distinct immediates
+    uint32_t a, b;
+    ASSERT_TRUE(MPIDI_PART_imm_timer_low(0, MPIDI_PART_IMM_TIMER_RUN, &a));
+    ASSERT_TRUE(MPIDI_PART_imm_timer_low(1, 1, &b));
+    EXPECT_NE(a, b);
+}

@@ -7,6 +7,13 @@
  *   bits 30..16 : slot   the target process's operation slot (from the RTS or the PLAN)
  *   bits 15..0  : data:   wire message index m (a plan has at most 65536 messages)
  *                 credit: the receiver's iteration number modulo 2^16
+ *
+ * Operations planned for the timer aggregator (README, "Timer aggregator") split a wire
+ * message (a group) into several writes, each a run of the sender's partitions; their data
+ * immediates say where the run starts and how long it is, in the sender's partitions:
+ *
+ *   bits 15..6  : first partition of the run (a timer operation has at most 1024)
+ *   bits 5..0   : partitions in the run - 1 (a group, hence a run, holds at most 64)
  */
 #ifndef PART_IMM_H_INCLUDED
 #define PART_IMM_H_INCLUDED
@@ -45,6 +52,29 @@ static inline uint32_t MPIDI_PART_imm_slot(uint32_t imm)
 static inline uint32_t MPIDI_PART_imm_low(uint32_t imm)
 {
     return imm & (MPIDI_PART_IMM_MSGS - 1);
+}
+
+#define MPIDI_PART_IMM_TIMER_PARTS (1u << 10)    /* sender partitions of a timer operation */
+#define MPIDI_PART_IMM_TIMER_RUN   (1u << 6)     /* sender partitions per group */
+
+/* The low 16 bits of a timer write: the run [first, first + count), count 1..64; 0 and
+ * *low untouched when out of range. */
+static inline int MPIDI_PART_imm_timer_low(uint32_t first, uint32_t count, uint32_t * low)
+{
+    if (first >= MPIDI_PART_IMM_TIMER_PARTS || count < 1 || count > MPIDI_PART_IMM_TIMER_RUN)
+        return 0;
+    *low = (first << 6) | (count - 1);
+    return 1;
+}
+
+static inline uint32_t MPIDI_PART_imm_timer_first(uint32_t low)
+{
+    return (low >> 6) & (MPIDI_PART_IMM_TIMER_PARTS - 1);
+}
+
+static inline uint32_t MPIDI_PART_imm_timer_count(uint32_t low)
+{
+    return (low & (MPIDI_PART_IMM_TIMER_RUN - 1)) + 1;
 }
 
 /* Whether a credit carrying low names iteration iter (compared modulo 2^16). */
