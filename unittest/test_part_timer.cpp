@@ -197,19 +197,3 @@ TEST(PartTimer, DefaultTimeoutFromTheModel)
         EXPECT_LT(x, 1e4);
     }
 }
-
-TEST(PartTimer, SentWholeEndsTheIterationForTheGroup)
-{
-    Group G(4, 10.0);
-    G.ready(1, 0.0);                                    // a deadline is pending
-    MPIDI_PART_tgroup_sent_whole(&G.g);
-    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
-    EXPECT_FALSE(MPIDI_PART_tgroup_due(&G.g, 1e9));     // nothing left to fire
-    EXPECT_EQ(G.tick(1e9), Runs{});
-    MPIDI_PART_run_t r[2];
-    for (int32_t p = 0; p < 4; p++)
-        EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, p, 20.0, r), MPIDI_PART_TG_ETWICE);
-    MPIDI_PART_tgroup_reset(&G.g);                      // the next iteration starts clean
-    EXPECT_EQ(G.ready(0, 30.0), Runs{});
-    EXPECT_EQ(G.tick(40.0), (Runs{{0, 1}}));
-}

@@ -24,15 +24,6 @@ void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g)
     g->deadline = 0;
 }
 
-void MPIDI_PART_tgroup_sent_whole(MPIDI_PART_tgroup_t * g)
-{
-    if (g->nparts > 0)
-        memset(g->state, MPIDI_PART_TG_SENT, (size_t) g->nparts);
-    g->nready = g->nparts;
-    g->nsent = g->nparts;
-    g->fired = 1;
-}
-
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now)
 {
     return !g->fired && g->nready > 0 && g->timeout >= 0 && now >= g->deadline;

@@ -83,11 +83,6 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
  * Otherwise 0. */
 int32_t MPIDI_PART_tgroup_tick(MPIDI_PART_tgroup_t * g, double now, MPIDI_PART_run_t * runs);
 
-/* The whole group went as one write by another path (it was complete before the sender
- * could send, and the transport sent it whole when it could): every partition ready and
- * sent, fired; later calls of this iteration return MPIDI_PART_TG_ETWICE. */
-void MPIDI_PART_tgroup_sent_whole(MPIDI_PART_tgroup_t * g);
-
 /* Whether a tick at now would fire (read-only; serialised like the others). */
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now);
 
