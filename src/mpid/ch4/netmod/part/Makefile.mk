@@ -22,13 +22,15 @@ mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_plan.c \
                     src/mpid/ch4/netmod/part/part_aggr.c \
                     src/mpid/ch4/netmod/part/part_ploggp.c \
+                    src/mpid/ch4/netmod/part/part_timer.c \
                     src/mpid/ch4/netmod/part/part_tag.c \
                     src/mpid/ch4/netmod/part/part_tagspace.c \
                     src/mpid/ch4/netmod/part/part_vci.c \
                     src/mpi/part/part_mpit.c
 
 if BUILD_CH4_PART_RDMA
-mpi_core_sources += src/mpid/ch4/netmod/part/part_rdma.c
+mpi_core_sources += src/mpid/ch4/netmod/part/part_rdma.c \
+                    src/mpid/ch4/netmod/part/part_rdma_timer.c
 endif BUILD_CH4_PART_RDMA
 
 if BUILD_CH4_PART_OFI

@@ -6,9 +6,14 @@
  * "none" never merges. A positive MPIR_CVAR_PART_AGGR_SIZE overrides the model. The
  * LogGP parameters come from MPIR_CVAR_PART_LOGGP_FILE (tools/part-calibrate writes it) or
  * from the built-in tables (shared memory for a peer on this node, TCP otherwise).
+ * "timer" (RDMA transports only; part_rdma_timer.c sends) groups by the model's choice for
+ * partitions readied together and lets a deadline per group split it when they are not;
+ * on the tag transport it is "ploggp" (README, "Timer aggregator").
  */
 #include "part_impl.h"
 #include "part_ploggp.h"
+#include "part_timer.h"
+#include "part_imm.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -28,7 +33,26 @@ cvars:
         PLogGP model predicts fastest for the expected spread of MPI_Pready times
         (MPIR_CVAR_PART_AGGR_SPREAD_US) and the LogGP parameters of
         MPIR_CVAR_PART_LOGGP_FILE or the built-in tables; a positive
-        MPIR_CVAR_PART_AGGR_SIZE overrides the model. Other values: MPI_ERR_ARG.
+        MPIR_CVAR_PART_AGGR_SIZE overrides the model; "timer" (RDMA transports) makes
+        each wire message a group that goes as one write when its partitions are ready
+        within MPIR_CVAR_PART_AGGR_TIMEOUT_US of its first, and as runs of the ready ones
+        when that deadline passes (on the tag transport: "ploggp"). Other values:
+        MPI_ERR_ARG.
+
+    - name        : MPIR_CVAR_PART_AGGR_TIMEOUT_US
+      category    : CH4_PART
+      type        : int
+      default     : -1
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        The timer aggregator's deadline in microseconds: how long after the first
+        MPI_Pready of a group the group waits for its other partitions before the ready
+        ones go (checked by later MPI_Pready calls and by MPICH's progress, never by
+        sleeping). -1 (default): derived from the LogGP parameters (the cost of one extra
+        write at the partition size); 0: every partition goes as it is readied. Read by
+        MPI_Precv_init; below -1 or above 2000000: MPI_ERR_ARG.
 
     - name        : MPIR_CVAR_PART_AGGR_SPREAD_US
       category    : CH4_PART
@@ -92,7 +116,7 @@ static void tables_load(void)
 }
 
 /* MPI_Precv_init: read and check the aggregator CVARs. */
-int MPIDI_PART_aggr_read(int *aggregator, int *spread_us)
+int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us)
 {
     int mpi_errno = MPI_SUCCESS;
     const char *v = MPIR_CVAR_PART_AGGREGATOR;
@@ -103,6 +127,8 @@ int MPIDI_PART_aggr_read(int *aggregator, int *spread_us)
         *aggregator = MPIDI_PART_AGGR_NONE;
     else if (strcmp(v, "ploggp") == 0)
         *aggregator = MPIDI_PART_AGGR_PLOGGP;
+    else if (strcmp(v, "timer") == 0)
+        *aggregator = MPIDI_PART_AGGR_TIMER;
     else
         MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_ARG, "**partcvar", "**partcvar %s %s",
                              "MPIR_CVAR_PART_AGGREGATOR", v);
@@ -110,7 +136,12 @@ int MPIDI_PART_aggr_read(int *aggregator, int *spread_us)
                          "**partcvar", "**partcvar %s %s", "MPIR_CVAR_PART_AGGR_SPREAD_US",
                          "a negative value");
     *spread_us = MPIR_CVAR_PART_AGGR_SPREAD_US;
-    if (*aggregator == MPIDI_PART_AGGR_PLOGGP) {
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_PART_AGGR_TIMEOUT_US < -1 ||
+                         MPIR_CVAR_PART_AGGR_TIMEOUT_US > MPIDI_PART_TIMEOUT_MAX_US, mpi_errno,
+                         MPI_ERR_ARG, "**partcvar", "**partcvar %s %s",
+                         "MPIR_CVAR_PART_AGGR_TIMEOUT_US", "a value outside -1..2000000");
+    *timeout_us = MPIR_CVAR_PART_AGGR_TIMEOUT_US;
+    if (*aggregator == MPIDI_PART_AGGR_PLOGGP || *aggregator == MPIDI_PART_AGGR_TIMER) {
         MPIDI_PART_LOCK();
         if (!tables.loaded)
             tables_load();
@@ -137,6 +168,44 @@ static int peer_on_node(MPIDI_PART_op_t * op)
     return them == MPIR_Process.node_map[MPIR_Process.rank];
 }
 
+/* Receiver, at match, timer aggregator on an RDMA transport (op->timer_ns >= 0 on entry):
+ * groups of the k gcd-messages the model picks for partitions readied together, within what
+ * a timer immediate can name (part_imm.h: at most 1024 partitions of the sender, at most 64
+ * per group), and the deadline in op->timer_ns. When the sender has more partitions, or a
+ * group would hold one partition of the sender, op->timer_ns becomes -1 and the plan is
+ * "ploggp"'s. */
+static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts, int32_t n,
+                           int32_t max_msgs)
+{
+    const MPIDI_PART_loggp_t *t = peer_on_node(op) ? &tables.shm : &tables.net;
+    int32_t per_gcd = send_parts / n;   /* sender partitions per gcd-message */
+    int32_t k_max = (int32_t) MPIDI_PART_IMM_TIMER_RUN / per_gcd;
+    int32_t k_min = (n + max_msgs - 1) / max_msgs;
+    MPIDI_PART_model_t model = {.delta = 0.0,
+        .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
+    };
+    MPIDI_PART_problem_t pb = {.bytes = bytes,.send_parts = send_parts,.ngcd = n };
+    int32_t k = MPIDI_PART_ploggp_choose(t, &model, &pb, max_msgs, NULL);
+    int64_t per = bytes / n;
+    if (op->aggr_size > 0)      /* MPIR_CVAR_PART_AGGR_SIZE sizes the groups instead */
+        k = (per == 0 || per * n <= op->aggr_size) ? n :
+            (per < op->aggr_size ? (int32_t) (op->aggr_size / per) : 1);
+    if (k > k_max)
+        k = k_max;
+    if (k < k_min)
+        k = k_min;
+    if (send_parts > (int32_t) MPIDI_PART_IMM_TIMER_PARTS || k_max < 1 || k > k_max ||
+        k * per_gcd < 2) {
+        op->timer_ns = -1;      /* not expressible, or nothing to wait for: plain layout */
+        op->aggregator = MPIDI_PART_AGGR_PLOGGP;
+        return MPIDI_PART_aggr_limit(op, bytes, send_parts, n, max_msgs);
+    }
+    double us = op->timeout_us >= 0 ? (double) op->timeout_us :
+        MPIDI_PART_timer_default_timeout(t, -1.0, send_parts > 0 ? bytes / send_parts : 0);
+    op->timer_ns = (int32_t) (us * 1000.0 + 0.5);
+    return per > 0 ? per * k : 1;
+}
+
 /* Receiver, at match: the merging limit in bytes the plan uses (part_plan.c). n = gcd
  * messages of bytes/n bytes; send_parts = the sender's partitions. */
 int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,
@@ -144,6 +213,8 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
 {
     if (op->aggregator == MPIDI_PART_AGGR_NONE)
         return 0;
+    if (op->timer_ns >= 0)
+        return timer_limit(op, bytes, send_parts, n, max_msgs);
     if (op->aggregator == MPIDI_PART_AGGR_SIZE || op->aggr_size > 0)
         return op->aggr_size;
     /* PLogGP: the merge factor k with the lowest predicted iteration time */

@@ -9,6 +9,9 @@
  * load when the partition's message is done).
  */
 #include "part_impl.h"
+#ifdef MPIDI_CH4_PART_RDMA
+#include "part_rdma.h"
+#endif
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -222,6 +225,7 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
 
     op = MPL_calloc(1, sizeof(*op), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDSTMT(op == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail, "**nomem");
+    op->timer_ns = -1;
     if (is_send && partitions > 0) {
         op->ready = MPL_calloc(partitions, sizeof(int32_t), MPL_MEM_OTHER);
         MPIR_ERR_CHKANDSTMT(op->ready == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail,
@@ -405,11 +409,11 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op;
-    int aggr = MPIR_CVAR_PART_AGGR_SIZE, aggregator, spread_us;
+    int aggr = MPIR_CVAR_PART_AGGR_SIZE, aggregator, spread_us, timeout_us;
 
     MPIR_ERR_CHKANDJUMP1(aggr < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
                          "**partaggrsize %d", aggr);
-    mpi_errno = MPIDI_PART_aggr_read(&aggregator, &spread_us);
+    mpi_errno = MPIDI_PART_aggr_read(&aggregator, &spread_us, &timeout_us);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm, info,
                           MPIR_REQUEST_KIND__PART_RECV, request, &op);
@@ -417,6 +421,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     op->aggr_size = aggr;
     op->aggregator = aggregator;
     op->spread_us = spread_us;
+    op->timeout_us = timeout_us;
     if (source == MPI_PROC_NULL)
         goto fn_exit;
 
@@ -478,6 +483,11 @@ int MPIDI_PART_start(MPIR_Request * request)
         int32_t none;   /* nothing is held at the start */
         MPIDI_PART_st_arm(&op->st, &none);
     }
+#ifdef MPIDI_CH4_PART_RDMA
+    /* under the engine lock: a credit arriving now arms the timer after this reset */
+    if (action == MPIDI_PART_START_RUN && op->timer_ns >= 0 && op->rdma && op->rdma->timer)
+        MPIDI_PART_rtimer_start(op, MPIDI_PART_st_is_armed(&op->st));
+#endif
     MPIDI_PART_UNLOCK();
     /* the request is not active yet: nothing reads the previous iteration's messages */
     if (op->tp)
@@ -548,6 +558,20 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
         if (mpi_errno)
             goto fn_fail;
     }
+#ifdef MPIDI_CH4_PART_RDMA
+    if (unlikely(op->timer_ns >= 0) && MPIDI_PART_rtimer_active(op)) {
+        /* the timer aggregator decides what goes (part_rdma_timer.c) */
+        for (; i < n; i++) {
+            int p = list ? list[i] : lo + i;
+            if (MPIDI_PART_st_ready(&op->st, p) == MPIDI_PART_READY_TWICE) {
+                mpi_errno = ready_twice_error(p);
+                goto fn_fail;
+            }
+            mpi_errno = MPIDI_PART_rtimer_ready(op, p);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+    }
+#endif
     for (; i < n; i++) {
         int p = list ? list[i] : lo + i;
         int m = MPIDI_PART_st_ready(&op->st, p);
@@ -576,6 +600,16 @@ int MPIDI_PART_pready_list(int length, const int array_of_partitions[], MPIR_Req
     return pready(request, length, 0, array_of_partitions);
 }
 
+/* A receiver of the timer aggregator: the partition came in a run before its whole group. */
+static inline int timer_arrived(MPIDI_PART_op_t * op, int partition)
+{
+#ifdef MPIDI_CH4_PART_RDMA
+    return op->timer_ns >= 0 && !op->is_send && MPIDI_PART_rtimer_parrived(op, partition);
+#else
+    return 0;
+#endif
+}
+
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -589,14 +623,15 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     int state = MPIDI_PART_st_get_state(&op->st);
     if (likely(state == MPIDI_PART_ST_PLANNED)) {
         int m = MPIDI_PART_st_msg_of(&op->st, partition);
-        if (MPIDI_PART_st_msg_is_done(&op->st, m) || op->tp->test_msg(op, m)) {
+        if (MPIDI_PART_st_msg_is_done(&op->st, m) || op->tp->test_msg(op, m) ||
+            timer_arrived(op, partition)) {
             *flag = 1;
             goto fn_exit;
         }
         /* bounded progress on what carries the partition (and the engine's handshake) */
         mpi_errno = op->tp->progress_msg(op, m);
         MPIR_ERR_CHECK(mpi_errno);
-        *flag = op->tp->test_msg(op, m);
+        *flag = op->tp->test_msg(op, m) || timer_arrived(op, partition);
     } else if (state == MPIDI_PART_ST_UNPLANNED) {
         mpi_errno = MPID_Progress_test(NULL);
         MPIR_ERR_CHECK(mpi_errno);

@@ -57,8 +57,11 @@ enum MPIDI_PART_choice {
 enum MPIDI_PART_aggregator {
     MPIDI_PART_AGGR_SIZE = 0,   /* up to MPIR_CVAR_PART_AGGR_SIZE bytes */
     MPIDI_PART_AGGR_NONE,       /* never */
-    MPIDI_PART_AGGR_PLOGGP      /* the PLogGP model's choice */
+    MPIDI_PART_AGGR_PLOGGP,     /* the PLogGP model's choice */
+    MPIDI_PART_AGGR_TIMER       /* RDMA: groups split by a deadline (part_rdma_timer.c) */
 };
+
+#define MPIDI_PART_TIMEOUT_MAX_US 2000000       /* MPIR_CVAR_PART_AGGR_TIMEOUT_US */
 
 #define MPIDI_PART_EXT_MAX 512  /* transport payload of an RTS, PLAN or CTS */
 
@@ -77,6 +80,7 @@ typedef struct MPIDI_PART_hdr {
     int32_t choice;             /* RTS: the sender's enum MPIDI_PART_choice */
     int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
     MPIDI_PART_plan_t plan;     /* PLAN */
+    int32_t timer_ns;           /* PLAN, RDMA: the timer aggregator's deadline; -1: none */
     int32_t ext_len;            /* bytes of ext in use */
     /* RTS/PLAN/CTS: the transport's data, laid out by it as a struct (hence the alignment) */
     uint8_t ext[MPIDI_PART_EXT_MAX] __attribute__ ((aligned(8)));
@@ -144,6 +148,8 @@ typedef struct MPIDI_PART_op {
     MPI_Aint aggr_size;         /* receiver: MPIR_CVAR_PART_AGGR_SIZE at MPI_Precv_init */
     int aggregator;             /* receiver: enum MPIDI_PART_aggregator at MPI_Precv_init */
     int spread_us;              /* receiver: MPIR_CVAR_PART_AGGR_SPREAD_US at MPI_Precv_init */
+    int timeout_us;             /* receiver: MPIR_CVAR_PART_AGGR_TIMEOUT_US at MPI_Precv_init */
+    int32_t timer_ns;           /* the timer aggregator's deadline (the PLAN's); -1: none */
     int spread;                 /* wire messages per iteration on a VCI other than 0 */
     int choice;                 /* enum MPIDI_PART_choice at init */
     int contig;                 /* buf is one contiguous run of total_bytes bytes */
@@ -274,6 +280,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_VERBS_DEFERRED,
     MPIDI_PART_PV_VERBS_MRS,
     MPIDI_PART_PV_VERBS_QPS,
+    MPIDI_PART_PV_TIMER_RUNS,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -351,7 +358,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr);
 
 /* ---- part_aggr.c: the aggregators ------------------------------------------------------ */
 /* MPI_Precv_init, before anything is created: read and check the aggregator's CVARs */
-int MPIDI_PART_aggr_read(int *aggregator, int *spread_us);
+int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us);
 int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,
                               int32_t n, int32_t max_msgs);
 

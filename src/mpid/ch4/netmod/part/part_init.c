@@ -72,6 +72,9 @@ static const struct {
         "buffers; not the process's credit mailbox)"},
     [MPIDI_PART_PV_VERBS_QPS] = {"part_verbs_qps_in_use", 1,
         "Reliable-connection queue pairs held by the verbs backend"},
+    [MPIDI_PART_PV_TIMER_RUNS] = {"part_timer_runs", 0,
+        "Writes of the timer aggregator that carried part of a group (its deadline passed "
+        "before all its partitions were ready): runs fired, and late partitions"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -215,19 +215,36 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         goto answer;
     }
 
+    /* the timer aggregator needs writes whose boundaries change per iteration: RDMA, and
+     * partitions that line up on both sides (part_aggr.c may still turn it off) */
+    if (op->aggregator == MPIDI_PART_AGGR_TIMER && op->peer_bytes == op->total_bytes &&
+        op->partitions > 0 && op->peer_partitions > 0 &&
+        choose_transport(op) != &MPIDI_PART_tag_transport)
+        op->timer_ns = 0;
     status = decide_plan(op, &hdr->plan);
     if (status == MPIDI_PART_STATUS_OK && hdr->plan.nmsgs > 0) {
         tp = choose_transport(op);
         op->st.plan = hdr->plan;        /* the transport sizes its state from it */
+        if (tp == &MPIDI_PART_tag_transport)
+            op->timer_ns = -1;
         int err = MPIDI_PART_op_alloc_msgs(op, hdr->plan.nmsgs);
         if (!err)
             err = tp->recv_plan(op, hdr);
+#ifdef MPIDI_CH4_PART_RDMA
+        if (!err && op->timer_ns >= 0) {
+            err = MPIDI_PART_rtimer_setup(op, op->timer_ns);
+            if (err)
+                tp->free(op);
+        }
+#endif
         if (err && tp != &MPIDI_PART_tag_transport && op->choice != MPIDI_PART_CHOICE_OFI &&
             op->choice != MPIDI_PART_CHOICE_VERBS) {
             /* only asked for, not forced: the tag transport carries it */
             tp = &MPIDI_PART_tag_transport;
+            op->timer_ns = -1;
             err = tp->recv_plan(op, hdr);
         }
+        hdr->timer_ns = err ? -1 : op->timer_ns;
         if (err) {
             op->error = err;
             status = MPIDI_PART_STATUS_ERROR;
@@ -301,8 +318,14 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
                 err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
                                            __LINE__, MPI_ERR_OTHER, "**nomem", 0);
         }
+        /* the timer's writes need contexts of their own (part_rdma.h) */
+        op->timer_ns = (op->rdma && tp && tp != &MPIDI_PART_tag_transport) ? hdr->timer_ns : -1;
         if (!err)
             err = tp->send_plan(op, hdr);
+#ifdef MPIDI_CH4_PART_RDMA
+        if (!err && op->timer_ns >= 0)
+            err = MPIDI_PART_rtimer_setup(op, op->timer_ns);
+#endif
         if (err) {
             op->error = err;
             status = MPIDI_PART_STATUS_ERROR;

@@ -64,11 +64,11 @@ cvars:
 #define OFI_CQ_BATCH 32
 #define OFI_MAX_EPS 16          /* endpoints per process (one per VCI in use) */
 
-/* One message's completion context (the provider's fi_context2 must come first). */
+/* One write's completion context (the provider's fi_context2 must come first). */
 typedef struct {
     struct fi_context2 fctx;
     MPIDI_PART_op_t *op;        /* NULL: a credit */
-    int32_t m;
+    int32_t m;                  /* the write (part_rdma.h: a message, or a timer run) */
 } ofi_wctx_t;
 
 typedef struct MPIDI_PART_ofiop {
@@ -79,7 +79,7 @@ typedef struct MPIDI_PART_ofiop {
                                  * the provider needs local registration */
     void *desc;
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
-    ofi_wctx_t *wctx;           /* sender: per message */
+    ofi_wctx_t *wctx;           /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
 } MPIDI_PART_ofiop_t;
 
 #define OFIOP(op_) ((MPIDI_PART_ofiop_t *) (op_)->rdma)
@@ -111,7 +111,7 @@ typedef struct {
 typedef struct ofi_pend {
     struct ofi_pend *next;
     MPIDI_PART_op_t *op;
-    int32_t m;                  /* -1: op's credit for iteration iter */
+    int32_t m;                  /* the write; -1: op's credit for iteration iter */
     uint32_t iter;
 } ofi_pend_t;
 
@@ -581,22 +581,22 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
     return MPIDI_PART_rdma_error(op, err);
 }
 
-/* Post one write (its endpoint's lock held): -FI_EAGAIN when the endpoint is full. */
-static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int m)
+/* Post write w (part_rdma.h; its endpoint's lock held): -FI_EAGAIN when the endpoint is
+ * full. */
+static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     MPI_Aint off, len;
     uint32_t imm;
 
-    MPIDI_PART_rdma_span(op, m, &off, &len);
-    MPIDI_PART_imm_encode(MPIDI_PART_IMM_DATA, o->r.peer_slot, (uint32_t) m, &imm);
-    o->wctx[m].op = op;
-    o->wctx[m].m = m;
+    MPIDI_PART_rdma_wire(op, w, &off, &len, &imm);
+    o->wctx[w].op = op;
+    o->wctx[w].m = w;
     if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 1))
         return -FI_EIO;         /* testing aid: the provider refused the write */
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
-                        o->peer_fa_ep[MPIDI_PART_rdma_lane(&o->r, m)], o->raddr + (uint64_t) off, o->rkey,
-                        &o->wctx[m].fctx);
+                        o->peer_fa_ep[MPIDI_PART_rdma_write_lane(op, w)],
+                        o->raddr + (uint64_t) off, o->rkey, &o->wctx[w].fctx);
 }
 
 /* A credit's context lives until its completion is read (the receiver may have freed
@@ -628,7 +628,7 @@ static ssize_t post(ofi_ep_t * e, ofi_pend_t * p)
 static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 {
     ofi_pend_t one = {.next = NULL,.op = op,.m = m,.iter = iter };
-    ofi_ep_t *e = &ofi.eps[MPIDI_PART_rdma_lane(op->rdma, m)];
+    ofi_ep_t *e = &ofi.eps[MPIDI_PART_rdma_write_lane(op, m)];
     ssize_t rc = -FI_EAGAIN;
 
     EP_LOCK(e);
@@ -754,9 +754,9 @@ static int ep_progress(ofi_ep_t * e)
     }
     EP_UNLOCK(e);
 
-    /* local completions: the sender's message m is done (its buffer is free again) */
+    /* local completions: the sender's write is done (its bytes may be reused) */
     for (int i = 0; i < nev; i++)
-        MPIDI_PART_msg_done(ev[i].op, ev[i].m);
+        MPIDI_PART_rdma_write_done(ev[i].op, ev[i].m);
 
     if (nremote > 0)
         mpi_errno = MPIDI_PART_rdma_deliver(imms, nremote);
@@ -880,7 +880,7 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
                          plan->ext_len != (int) (offsetof(ofi_plan_ext_t, names) + px.names_len),
                          mpi_errno, MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
                          plan->transport, n);
-    o->wctx = MPL_calloc(n, sizeof(ofi_wctx_t), MPL_MEM_OTHER);
+    o->wctx = MPL_calloc(MPIDI_PART_RDMA_NWRITES(op), sizeof(ofi_wctx_t), MPL_MEM_OTHER);
     o->r.tosend = MPL_malloc(n * sizeof(int32_t), MPL_MEM_OTHER);
     o->peer_fa_ep = MPL_malloc(px.neps * sizeof(fi_addr_t), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(o->wctx == NULL || o->r.tosend == NULL || o->peer_fa_ep == NULL,

@@ -99,9 +99,11 @@ const MPIDI_PART_transport_t *MPIDI_PART_rdma_usable(MPIDI_PART_op_t * op)
 
 int MPIDI_PART_rdma_progress(void)
 {
-    int mpi_errno = MPI_SUCCESS;
+    int mpi_errno = MPIDI_PART_rtimer_progress();
 #ifdef MPIDI_CH4_PART_OFI
-    mpi_errno = MPIDI_PART_ofi_progress();
+    int e = MPIDI_PART_ofi_progress();
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = e;
 #endif
 #ifdef MPIDI_CH4_PART_VERBS
     int err = MPIDI_PART_verbs_progress();
@@ -164,6 +166,7 @@ int MPIDI_PART_rdma_attach(MPIDI_PART_op_t * op, MPIDI_PART_rdmaop_t * r)
 void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_rdmaop_t *r = op->rdma;
+    MPIDI_PART_rtimer_free(op); /* off the tick list first */
     MPIDI_PART_LOCK();
     rdma.slots[r->slot] = NULL;
     rdma.freeq[(rdma.fq_head + rdma.fq_count) % MPIDI_PART_IMM_SLOTS] = r->slot;
@@ -183,6 +186,7 @@ void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
 typedef struct {
     MPIDI_PART_op_t *op;
     int32_t m;                  /* message done; < 0: a credit released -1 - m messages */
+    int arm_timer;              /* the credit armed a timer iteration */
 } rdma_event_t;
 
 /* Engine lock held: what a remote immediate means; 0: drop it (an operation that is gone,
@@ -201,18 +205,24 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
             return 0;
         r->credited++;  /* credits come in iteration order: the next needs this one done */
         int nsend = 0;
+        ev->arm_timer = 0;
         if (op->tp == r->tp && !op->freed && r->tosend &&
             MPIDI_PART_st_is_running(&op->st) && !MPIDI_PART_st_is_armed(&op->st) &&
-            r->credited >= op->st.iter)
+            r->credited >= op->st.iter) {
             nsend = MPIDI_PART_st_arm(&op->st, r->tosend);
+            ev->arm_timer = MPIDI_PART_rtimer_active(op);
+        }
         if (nsend > 0 && op->st.iter == 1)
             MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);    /* waited for the answer */
         ev->m = -1 - nsend;
-        return nsend > 0;
+        return nsend > 0 || ev->arm_timer;
     }
+    if (op->is_send || op->tp != r->tp || !MPIDI_PART_st_is_running(&op->st))
+        return 0;
     ev->m = (int32_t) MPIDI_PART_imm_low(imm);
-    return !op->is_send && op->tp == r->tp && MPIDI_PART_st_is_running(&op->st) &&
-        ev->m < op->st.nmsgs;
+    if (r->timer)
+        ev->m = MPIDI_PART_rtimer_arrived(op, (uint32_t) ev->m);        /* a run */
+    return ev->m >= 0 && ev->m < op->st.nmsgs;
 }
 
 int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
@@ -235,6 +245,10 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
                 /* the credit armed a running iteration: send what waited for it (the
                  * operation stays alive: its request completes only after these) */
                 int err = MPIDI_PART_send_ready(ev[i].op, ev[i].op->rdma->tosend, -1 - ev[i].m);
+                if (ev[i].arm_timer) {
+                    int e = MPIDI_PART_rtimer_arm(ev[i].op);
+                    err = err ? err : e;
+                }
                 if (err && mpi_errno == MPI_SUCCESS)
                     mpi_errno = err;
             }
@@ -275,7 +289,8 @@ int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err)
 void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
 {
     if (m >= 0) {
-        MPIDI_PART_msg_done(op, m);     /* the iteration completes with the error */
+        /* the iteration completes with the error (m: a write, maybe a run of a group) */
+        MPIDI_PART_msg_done(op, MPIDI_PART_rdma_write_msg(op, m));
     } else {
         for (int i = 0; i < op->st.nmsgs; i++)
             MPIDI_PART_msg_done(op, i);
@@ -323,7 +338,9 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
 
 int MPIDI_PART_rdma_progress_rest(void)
 {
-    int mpi_errno = MPIDI_PART_vci_progress(1);
+    int mpi_errno = MPIDI_PART_rtimer_progress();
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_PART_vci_progress(1);
     if (mpi_errno == MPI_SUCCESS &&
         (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
         mpi_errno = MPIDI_PART_handshake();

@@ -27,7 +27,10 @@ typedef struct MPIDI_PART_rdmaop {
     int32_t *tosend;            /* sender: the messages a credit releases (engine lock) */
     int nlanes;                 /* endpoints or queue pairs the messages use */
     uint8_t *msg_lane;          /* lane of each message (NULL: all on lane 0) */
+    struct MPIDI_PART_rtimer *timer;    /* the timer aggregator's state, or NULL */
 } MPIDI_PART_rdmaop_t;
+
+typedef struct MPIDI_PART_rtimer MPIDI_PART_rtimer_t;
 
 /* No lock: give op the state r (a slot, the progress bit); 0 when no slot is left. */
 int MPIDI_PART_rdma_attach(MPIDI_PART_op_t * op, MPIDI_PART_rdmaop_t * r);
@@ -67,6 +70,43 @@ int MPIDI_PART_verbs_usable(MPIDI_PART_op_t * op);
 int MPIDI_PART_verbs_progress(void);
 #endif
 
+/* ---- writes: what a backend posts (part_rdma_timer.c) ----------------------------------
+ * A backend's send(op, w) and its completions name writes, not messages: w < nmsgs is wire
+ * message w whole; on an operation of the timer aggregator w >= nmsgs is a run of a group.
+ * Contexts per write: nmsgs + the sender's partitions of them on a timer operation
+ * (op->timer_ns >= 0), nmsgs otherwise. */
+#define MPIDI_PART_RDMA_NWRITES(op_) \
+    ((op_)->st.plan.nmsgs + ((op_)->timer_ns >= 0 ? (op_)->partitions : 0))
+/* The wire message (group) write w belongs to. */
+int MPIDI_PART_rdma_write_msg(MPIDI_PART_op_t * op, int w);
+/* Offset and length in the buffer, and the immediate, of write w. */
+void MPIDI_PART_rdma_wire(MPIDI_PART_op_t * op, int w, MPI_Aint * off, MPI_Aint * len,
+                          uint32_t * imm);
+/* Lock-free: the sender's write w completed (the message is done when all of it is). */
+void MPIDI_PART_rdma_write_done(MPIDI_PART_op_t * op, int w);
+
+/* ---- the timer aggregator (part_rdma_timer.c; README, "Timer aggregator") ----------------
+ * No lock unless said. */
+/* The PLAN said timer_ns >= 0 (sender), or the receiver planned so: the groups' state. */
+int MPIDI_PART_rtimer_setup(MPIDI_PART_op_t * op, int32_t timer_ns);
+/* From MPIDI_PART_rdma_detach. */
+void MPIDI_PART_rtimer_free(MPIDI_PART_op_t * op);
+/* Engine lock held, MPI_Start of a planned iteration: reset (armed: the credit came). */
+void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed);
+/* Whether the running iteration of sender op goes through the timer. */
+int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op);
+/* Sender: partition p was readied (its flag is set): send what the timer says. */
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p);
+/* Sender: this iteration's credit came: the partitions readied before it count now. */
+int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op);
+/* Engine lock held, receiver: a timer write arrived (low: the immediate's low bits).
+ * Returns the group it completed, or -1. */
+int MPIDI_PART_rtimer_arrived(MPIDI_PART_op_t * op, uint32_t low);
+/* Receiver: whether the gcd-message holding the receiver's partition has arrived whole. */
+int MPIDI_PART_rtimer_parrived(MPIDI_PART_op_t * op, int partition);
+/* Progress: fire the groups whose deadline passed (one load when none is pending). */
+int MPIDI_PART_rtimer_progress(void);
+
 /* Transport functions that are the same on every backend. */
 int MPIDI_PART_rdma_always_armed(MPIDI_PART_op_t * op);
 int MPIDI_PART_rdma_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
@@ -85,6 +125,14 @@ static inline int MPIDI_PART_rdma_eligible(MPIDI_PART_op_t * op)
 static inline int MPIDI_PART_rdma_lane(const MPIDI_PART_rdmaop_t * r, int m)
 {
     return (m >= 0 && r->msg_lane) ? r->msg_lane[m] : 0;
+}
+
+/* The lane write w travels on (-1: the credit): its message's. */
+static inline int MPIDI_PART_rdma_write_lane(MPIDI_PART_op_t * op, int w)
+{
+    if (w < 0 || op->rdma->msg_lane == NULL)
+        return 0;
+    return op->rdma->msg_lane[w < op->st.nmsgs ? w : MPIDI_PART_rdma_write_msg(op, w)];
 }
 
 /* Bytes of message m of op: offset and length in the buffer. */

@@ -102,7 +102,7 @@ enum { CTX_DATA = 0, CTX_CREDIT, CTX_HELLO };
 typedef struct vrb_pend {
     struct vrb_pend *next;
     MPIDI_PART_op_t *op;
-    int32_t m;                  /* -1: op's credit for iteration iter */
+    int32_t m;                  /* the write (part_rdma.h); -1: op's credit for iteration iter */
     uint32_t iter;
 } vrb_pend_t;
 
@@ -129,7 +129,7 @@ typedef struct vrb_conn {
 typedef struct {
     int kind;
     MPIDI_PART_op_t *op;
-    int32_t m;
+    int32_t m;                  /* data: the write (a message, or a timer run) */
     vrb_conn_t *conn;
 } vrb_ctx_t;
 
@@ -139,7 +139,7 @@ typedef struct MPIDI_PART_verbsop {
     struct ibv_mr *mr;          /* receiver: the receive buffer; sender: the send buffer */
     uint64_t raddr;             /* sender: the receive buffer; receiver: the sender's mailbox */
     uint32_t rkey;
-    vrb_ctx_t *ctx;             /* sender: per message */
+    vrb_ctx_t *ctx;             /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
     int inflight;               /* sender: data writes posted, not completed (verbs lock) */
 } MPIDI_PART_verbsop_t;
 
@@ -641,7 +641,7 @@ static int post(vrb_pend_t * p)
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad;
     uint32_t imm;
-    int q = MPIDI_PART_rdma_lane(&v->r, p->m);
+    int q = MPIDI_PART_rdma_write_lane(op, p->m);
 
     memset(&wr, 0, sizeof(wr));
     wr.sg_list = &sge;
@@ -650,8 +650,7 @@ static int post(vrb_pend_t * p)
     wr.send_flags = IBV_SEND_SIGNALED;
     if (p->m >= 0) {
         MPI_Aint off, len;
-        MPIDI_PART_rdma_span(op, p->m, &off, &len);
-        MPIDI_PART_imm_encode(MPIDI_PART_IMM_DATA, v->r.peer_slot, (uint32_t) p->m, &imm);
+        MPIDI_PART_rdma_wire(op, p->m, &off, &len, &imm);
         v->ctx[p->m].kind = CTX_DATA;
         v->ctx[p->m].op = op;
         v->ctx[p->m].m = p->m;
@@ -944,10 +943,10 @@ int MPIDI_PART_verbs_progress(void)
     VRB_UNLOCK();
 
     fail_list(failed);
-    /* local completions: the sender's message is done (its buffer is free again) */
+    /* local completions: the sender's write is done (its bytes may be reused) */
     for (int i = 0; i < ndone; i++) {
         MPIDI_PART_op_t *op = done[i]->op;
-        MPIDI_PART_msg_done(op, done[i]->m);
+        MPIDI_PART_rdma_write_done(op, done[i]->m);
         __atomic_sub_fetch(&VOP(op)->inflight, 1, __ATOMIC_RELEASE);    /* last use of op */
     }
     for (int i = 0; i < nbroken; i++)
@@ -1068,7 +1067,7 @@ static int verbs_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
                          px.vci_parts < 1 || px.vci_ppt < 0,
                          mpi_errno, MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
                          plan->transport, n);
-    v->ctx = MPL_calloc(n, sizeof(vrb_ctx_t), MPL_MEM_OTHER);
+    v->ctx = MPL_calloc(MPIDI_PART_RDMA_NWRITES(op), sizeof(vrb_ctx_t), MPL_MEM_OTHER);
     v->r.tosend = MPL_malloc(n * sizeof(int32_t), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(v->ctx == NULL || v->r.tosend == NULL, mpi_errno, MPI_ERR_OTHER,
                         "**nomem");

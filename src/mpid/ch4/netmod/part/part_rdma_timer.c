@@ -1,0 +1,402 @@
+/*
+ * part_rdma_timer.c: the timer aggregator on the RDMA transport (README, "Timer
+ * aggregator"). Each wire message of the plan is a group; the sender decides per iteration,
+ * with part_timer.c's rule, whether a group goes as one write (all its partitions ready
+ * within the deadline) or as runs of ready partitions (the deadline passed). Deadlines are
+ * checked by later MPI_Pready calls and by MPICH's progress (MPIDI_PART_rtimer_progress,
+ * from the engine's hook and from MPI_Parrived); nothing sleeps and no thread is added.
+ *
+ * Writes: w < nmsgs is group w whole; w >= nmsgs is the run that starts at sender partition
+ * w - nmsgs (its length in runlen[]). Every data immediate of a timer operation names the
+ * run (first partition and length, part_imm.h). The receiver counts arrived partitions per
+ * gcd-message (MPI_Parrived answers for those before their group is whole) and per group
+ * (the group is the wire message the core counts).
+ *
+ * Locks: the groups of one operation are under its own mutex, taken after the engine lock
+ * or alone, never before it; no MPI call and no backend call under either.
+ */
+#include "part_rdma.h"
+#include "part_timer.h"
+#include <time.h>
+
+struct MPIDI_PART_rtimer {
+    MPID_Thread_mutex_t lock;   /* sender: the groups, active, armed */
+    int active;                 /* sender: the running iteration uses the timer */
+    int armed;                  /* sender: its credit came (the groups may send) */
+    int32_t ngroups;
+    int32_t ppg;                /* the sender's partitions per full group */
+    int32_t sparts;             /* the sender's partitions */
+    MPIDI_PART_tgroup_t *g;     /* sender: per group */
+    uint8_t *tstate;            /* sender: per partition (the groups' state) */
+    int32_t *runlen;            /* sender: per partition, length of the run written from it */
+    int32_t *wdone;             /* sender: per group, partitions whose write completed */
+    int32_t *got;               /* receiver: per group, partitions arrived (engine lock) */
+    int32_t spu;                /* receiver: the sender's partitions per gcd-message */
+    int32_t rpu;                /* receiver: its own partitions per gcd-message */
+    int32_t *ucnt;              /* receiver: per gcd-message, partitions arrived (engine lock) */
+    uint8_t *udone;             /* receiver: per gcd-message, all arrived (atomic) */
+    int listed;                 /* sender: in rt.senders, its lock made */
+    MPIDI_PART_op_t *next;      /* sender: the list of timer senders (engine lock) */
+};
+
+static struct {
+    MPIDI_PART_op_t *senders;   /* engine lock */
+    int64_t next_due;           /* ns; INT64_MAX: no deadline pending (atomic) */
+    int ticking;                /* one tick pass at a time (atomic) */
+    struct {
+        MPIDI_PART_op_t *op;
+        int32_t w;
+    } out[256];                 /* writes a tick pass sends (the ticking thread's) */
+} rt = {.next_due = INT64_MAX };
+
+static inline int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void due_min(int64_t due)
+{
+    int64_t cur = __atomic_load_n(&rt.next_due, __ATOMIC_RELAXED);
+    while (due < cur &&
+           !__atomic_compare_exchange_n(&rt.next_due, &cur, due, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+/* The sender's partitions in group m. */
+static inline int32_t group_parts(const MPIDI_PART_rtimer_t * t, int32_t m)
+{
+    int32_t left = t->sparts - m * t->ppg;
+    return left < t->ppg ? left : t->ppg;
+}
+
+/* ---- setup --------------------------------------------------------------------------- */
+
+int MPIDI_PART_rtimer_setup(MPIDI_PART_op_t * op, int32_t timer_ns)
+{
+    int mpi_errno = MPI_SUCCESS, err;
+    const MPIDI_PART_plan_t *plan = &op->st.plan;
+    int32_t sparts = op->is_send ? op->partitions : op->peer_partitions;
+    int32_t ppg = MPIDI_PART_plan_parts_per_msg(plan, sparts);
+    MPIDI_PART_rtimer_t *t;
+
+    MPIR_ERR_CHKANDJUMP2(timer_ns < 0 || sparts > (int) MPIDI_PART_IMM_TIMER_PARTS ||
+                         ppg < 1 || ppg > (int) MPIDI_PART_IMM_TIMER_RUN, mpi_errno,
+                         MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
+                         op->rdma->tp->id, plan->nmsgs);
+    t = MPL_calloc(1, sizeof(*t), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(t == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    op->rdma->timer = t;        /* freed by MPIDI_PART_rtimer_free, also when half made */
+    t->ngroups = plan->nmsgs;
+    t->ppg = ppg;
+    t->sparts = sparts;
+    op->timer_ns = timer_ns;
+    if (!op->is_send) {
+        t->spu = sparts / plan->gcd;
+        t->rpu = op->partitions / plan->gcd;
+        t->got = MPL_calloc(t->ngroups, sizeof(int32_t), MPL_MEM_OTHER);
+        t->ucnt = MPL_calloc(plan->gcd, sizeof(int32_t), MPL_MEM_OTHER);
+        t->udone = MPL_calloc(plan->gcd, 1, MPL_MEM_OTHER);
+        MPIR_ERR_CHKANDJUMP(!t->got || !t->ucnt || !t->udone, mpi_errno, MPI_ERR_OTHER,
+                            "**nomem");
+        goto fn_exit;
+    }
+    t->g = MPL_calloc(t->ngroups, sizeof(*t->g), MPL_MEM_OTHER);
+    t->tstate = MPL_calloc(sparts, 1, MPL_MEM_OTHER);
+    t->runlen = MPL_calloc(sparts, sizeof(int32_t), MPL_MEM_OTHER);
+    t->wdone = MPL_calloc(t->ngroups, sizeof(int32_t), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(!t->g || !t->tstate || !t->runlen || !t->wdone, mpi_errno,
+                        MPI_ERR_OTHER, "**nomem");
+    for (int32_t m = 0; m < t->ngroups; m++)
+        MPIDI_PART_tgroup_init(&t->g[m], group_parts(t, m), t->tstate + m * ppg,
+                               timer_ns / 1000.0);
+    MPID_Thread_mutex_create(&t->lock, &err);
+    MPIR_ERR_CHKANDJUMP(err, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIDI_PART_LOCK();
+    t->next = rt.senders;
+    rt.senders = op;
+    t->listed = 1;
+    MPIDI_PART_UNLOCK();
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* No lock: from MPIDI_PART_rdma_detach; unlinked before it is freed, so a tick pass (which
+ * walks the list under the engine lock) never sees it half gone. */
+void MPIDI_PART_rtimer_free(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_rtimer_t *t = op->rdma->timer;
+    int err;
+    if (t == NULL)
+        return;
+    if (t->listed) {
+        MPIDI_PART_LOCK();
+        for (MPIDI_PART_op_t ** pp = &rt.senders; *pp; pp = &(*pp)->rdma->timer->next) {
+            if (*pp == op) {
+                *pp = t->next;
+                break;
+            }
+        }
+        MPIDI_PART_UNLOCK();
+        MPID_Thread_mutex_destroy(&t->lock, &err);
+    }
+    MPL_free(t->g);
+    MPL_free(t->tstate);
+    MPL_free(t->runlen);
+    MPL_free(t->wdone);
+    MPL_free(t->got);
+    MPL_free(t->ucnt);
+    MPL_free(t->udone);
+    MPL_free(t);
+    op->rdma->timer = NULL;
+}
+
+/* ---- writes ------------------------------------------------------------------------------ */
+
+int MPIDI_PART_rdma_write_msg(MPIDI_PART_op_t * op, int w)
+{
+    if (w < op->st.nmsgs)
+        return w;
+    return (w - op->st.nmsgs) / op->rdma->timer->ppg;
+}
+
+void MPIDI_PART_rdma_wire(MPIDI_PART_op_t * op, int w, MPI_Aint * off, MPI_Aint * len,
+                          uint32_t * imm)
+{
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    MPIDI_PART_rtimer_t *t = r->timer;
+    uint32_t low = (uint32_t) w;
+
+    if (w < op->st.nmsgs) {
+        MPIDI_PART_rdma_span(op, w, off, len);
+        if (t)
+            MPIDI_PART_imm_timer_low((uint32_t) (w * t->ppg), (uint32_t) group_parts(t, w),
+                                     &low);
+    } else {
+        int32_t first = w - op->st.nmsgs, count = t->runlen[first];
+        *off = first * op->part_extent;
+        *len = count * op->part_extent;
+        if (*off + *len > op->total_bytes)
+            *len = op->total_bytes - *off;
+        MPIDI_PART_imm_timer_low((uint32_t) first, (uint32_t) count, &low);
+    }
+    MPIDI_PART_imm_encode(MPIDI_PART_IMM_DATA, r->peer_slot, low, imm);
+}
+
+void MPIDI_PART_rdma_write_done(MPIDI_PART_op_t * op, int w)
+{
+    if (w < op->st.nmsgs) {
+        MPIDI_PART_msg_done(op, w);
+        return;
+    }
+    MPIDI_PART_rtimer_t *t = op->rdma->timer;
+    int32_t first = w - op->st.nmsgs, m = first / t->ppg;
+    if (__atomic_add_fetch(&t->wdone[m], t->runlen[first], __ATOMIC_ACQ_REL) ==
+        group_parts(t, m))
+        MPIDI_PART_msg_done(op, m);
+}
+
+/* Group-relative runs of group m into writes; returns how many. Timer lock held. */
+static int runs_to_writes(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, int32_t m,
+                          const MPIDI_PART_run_t * runs, int n, int32_t * w)
+{
+    for (int i = 0; i < n; i++) {
+        if (runs[i].first == 0 && runs[i].count == t->g[m].nparts) {
+            w[i] = m;   /* the whole group: one write as without the timer */
+        } else {
+            int32_t first = m * t->ppg + runs[i].first;
+            t->runlen[first] = runs[i].count;
+            w[i] = op->st.nmsgs + first;
+        }
+    }
+    return n;
+}
+
+static int send_writes(MPIDI_PART_op_t * op, const int32_t * w, int n)
+{
+    int mpi_errno = MPI_SUCCESS, runs = 0;
+    for (int i = 0; i < n; i++) {
+        runs += (w[i] >= op->st.nmsgs);
+        int err = op->tp->send(op, w[i]);
+        if (err && mpi_errno == MPI_SUCCESS)
+            mpi_errno = err;
+    }
+    if (runs)
+        MPIDI_PART_PVAR_ADD(TIMER_RUNS, runs);
+    return mpi_errno;
+}
+
+/* Timer lock held: group m's deadline is pending; publish it for progress. */
+static inline void note_deadline(const MPIDI_PART_tgroup_t * g)
+{
+    if (!g->fired && g->nready > 0 && g->nsent < g->nparts)
+        due_min((int64_t) (g->deadline * 1000.0));
+}
+
+/* ---- iterations ------------------------------------------------------------------------ */
+
+void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
+{
+    MPIDI_PART_rtimer_t *t = op->rdma->timer;
+    int err;
+    if (!op->is_send) {
+        memset(t->got, 0, sizeof(int32_t) * t->ngroups);
+        memset(t->ucnt, 0, sizeof(int32_t) * op->st.plan.gcd);
+        memset(t->udone, 0, op->st.plan.gcd);
+        return;
+    }
+    MPID_Thread_mutex_lock(&t->lock, &err);
+    for (int32_t m = 0; m < t->ngroups; m++)
+        MPIDI_PART_tgroup_reset(&t->g[m]);
+    memset(t->wdone, 0, sizeof(int32_t) * t->ngroups);
+    t->active = 1;
+    t->armed = armed;
+    MPID_Thread_mutex_unlock(&t->lock, &err);
+}
+
+int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_rtimer_t *t = op->rdma ? op->rdma->timer : NULL;
+    return t && op->is_send && __atomic_load_n(&t->active, __ATOMIC_ACQUIRE);
+}
+
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p)
+{
+    MPIDI_PART_rtimer_t *t = op->rdma->timer;
+    MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
+    int32_t w[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
+    int32_t m = p / t->ppg, n = 0;
+    int err;
+
+    MPID_Thread_mutex_lock(&t->lock, &err);
+    if (t->armed) {     /* before the credit, MPIDI_PART_rtimer_arm counts p */
+        int32_t nr = MPIDI_PART_tgroup_ready(&t->g[m], p - m * t->ppg,
+                                             now_ns() / 1000.0, runs);
+        if (nr > 0)
+            n = runs_to_writes(op, t, m, runs, nr, w);
+        else
+            note_deadline(&t->g[m]);    /* ETWICE: the arming counted p already */
+    }
+    MPID_Thread_mutex_unlock(&t->lock, &err);
+    int mpi_errno = n ? send_writes(op, w, n) : MPI_SUCCESS;
+    int err2 = MPIDI_PART_rtimer_progress();    /* other groups' deadlines */
+    return mpi_errno ? mpi_errno : err2;
+}
+
+int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_rtimer_t *t = op->rdma->timer;
+    MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
+    int32_t w[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
+    int mpi_errno = MPI_SUCCESS, err;
+
+    MPID_Thread_mutex_lock(&t->lock, &err);
+    t->armed = 1;
+    MPID_Thread_mutex_unlock(&t->lock, &err);
+    /* the partitions readied before the credit: as if readied now, group by group */
+    for (int32_t m = 0; m < t->ngroups; m++) {
+        int n = 0;
+        double now = now_ns() / 1000.0;
+        MPID_Thread_mutex_lock(&t->lock, &err);
+        for (int32_t i = 0; i < t->g[m].nparts; i++) {
+            int32_t p = m * t->ppg + i;
+            if (!__atomic_load_n(&op->st.ready[p], __ATOMIC_ACQUIRE))
+                continue;
+            int32_t nr = MPIDI_PART_tgroup_ready(&t->g[m], i, now, runs);
+            if (nr > 0)
+                n += runs_to_writes(op, t, m, runs, nr, w + n);
+        }
+        note_deadline(&t->g[m]);
+        MPID_Thread_mutex_unlock(&t->lock, &err);
+        if (n) {
+            int e = send_writes(op, w, n);
+            if (e && mpi_errno == MPI_SUCCESS)
+                mpi_errno = e;
+        }
+    }
+    return mpi_errno;
+}
+
+int MPIDI_PART_rtimer_arrived(MPIDI_PART_op_t * op, uint32_t low)
+{
+    MPIDI_PART_rtimer_t *t = op->rdma->timer;
+    int32_t first = (int32_t) MPIDI_PART_imm_timer_first(low);
+    int32_t count = (int32_t) MPIDI_PART_imm_timer_count(low);
+    int32_t m = first / t->ppg;
+    if (m >= t->ngroups || first + count > (m + 1) * t->ppg || first + count > t->sparts)
+        return -1;      /* not a run of one group: dropped */
+    for (int32_t u = first / t->spu; u * t->spu < first + count; u++) {
+        int32_t lo = u * t->spu > first ? u * t->spu : first;
+        int32_t hi = (u + 1) * t->spu < first + count ? (u + 1) * t->spu : first + count;
+        t->ucnt[u] += hi - lo;
+        if (t->ucnt[u] == t->spu)
+            __atomic_store_n(&t->udone[u], 1, __ATOMIC_RELEASE);
+    }
+    t->got[m] += count;
+    return t->got[m] == group_parts(t, m) ? m : -1;
+}
+
+int MPIDI_PART_rtimer_parrived(MPIDI_PART_op_t * op, int partition)
+{
+    MPIDI_PART_rtimer_t *t = op->rdma ? op->rdma->timer : NULL;
+    return t && t->udone && __atomic_load_n(&t->udone[partition / t->rpu], __ATOMIC_ACQUIRE);
+}
+
+/* ---- deadlines from progress ----------------------------------------------------------- */
+
+int MPIDI_PART_rtimer_progress(void)
+{
+    int64_t due = __atomic_load_n(&rt.next_due, __ATOMIC_ACQUIRE);
+    if (likely(due == INT64_MAX))
+        return MPI_SUCCESS;
+    int64_t now = now_ns();
+    if (now < due || __atomic_exchange_n(&rt.ticking, 1, __ATOMIC_ACQUIRE))
+        return MPI_SUCCESS;
+
+    MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
+    int32_t w[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
+    int nout = 0, full = 0, err;
+    const int room = (int) (sizeof(rt.out) / sizeof(rt.out[0]));
+
+    /* pending deadlines are published again below; a MPI_Pready racing this pass
+     * publishes its own after this store */
+    __atomic_store_n(&rt.next_due, INT64_MAX, __ATOMIC_RELEASE);
+    MPIDI_PART_LOCK();
+    for (MPIDI_PART_op_t * op = rt.senders; op && !full; op = op->rdma->timer->next) {
+        MPIDI_PART_rtimer_t *t = op->rdma->timer;
+        MPID_Thread_mutex_lock(&t->lock, &err);
+        for (int32_t m = 0; t->active && t->armed && m < t->ngroups; m++) {
+            MPIDI_PART_tgroup_t *g = &t->g[m];
+            if (g->fired || g->nready == 0)
+                continue;
+            if (nout + MPIDI_PART_TG_MAX_RUNS(g->nparts) > room) {
+                full = 1;       /* the rest next time: due now */
+                due_min(now);
+                break;
+            }
+            int32_t nr = MPIDI_PART_tgroup_tick(g, now / 1000.0, runs);
+            int n = runs_to_writes(op, t, m, runs, nr, w);
+            for (int i = 0; i < n; i++) {
+                rt.out[nout].op = op;
+                rt.out[nout++].w = w[i];
+            }
+            note_deadline(g);
+        }
+        MPID_Thread_mutex_unlock(&t->lock, &err);
+    }
+    MPIDI_PART_UNLOCK();
+
+    /* the operations stay alive: their iterations wait for these writes */
+    int mpi_errno = MPI_SUCCESS;
+    for (int i = 0; i < nout; i++) {
+        int e = send_writes(rt.out[i].op, &rt.out[i].w, 1);
+        if (e && mpi_errno == MPI_SUCCESS)
+            mpi_errno = e;
+    }
+    __atomic_store_n(&rt.ticking, 0, __ATOMIC_RELEASE);
+    return mpi_errno;
+}

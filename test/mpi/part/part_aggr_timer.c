@@ -1,0 +1,308 @@
+/*
+ * part_aggr_timer.c: the timer aggregator (MPIR_CVAR_PART_AGGREGATOR=timer) on the RDMA
+ * transport (2 processes).
+ *
+ * The receiver's plan makes each wire message a group (the model's choice, or as many
+ * gcd-messages as fit -aggr bytes, which sets MPIR_CVAR_PART_AGGR_SIZE); per iteration the
+ * sender sends a group as one write when all its partitions are readied within the deadline
+ * (MPIR_CVAR_PART_AGGR_TIMEOUT_US) of its first, and otherwise, once the deadline passed, the
+ * ready ones as runs and the later ones alone. Iteration 0 readies everything at once and
+ * checks only the data (an iteration started before the receiver's PLAN arrived does not use
+ * the timer); the others cycle through three patterns:
+ *
+ *   together  every partition readied at once
+ *   early     only the sender partitions of the first gcd-message readied; the receiver must
+ *             see MPI_Parrived become true for its partitions of that gcd-message (within
+ *             10 s) while every other partition stays false, with their bytes already right;
+ *             then the rest is readied
+ *   laggard   every partition but the last readied; the receiver must see every partition
+ *             outside the last gcd-message arrive (within 10 s), the last one not; then the
+ *             last is readied
+ *
+ * With the RDMA transport forced (MPIR_CVAR_PART_TRANSPORT=ofi or verbs), the sender checks
+ * the writes of each iteration (pvars: the backend's writes, part_timer_runs, and
+ * part_wire_msgs_sent for the number of groups G):
+ *   timeout >= 100000 us  together: G writes, no run; early: group 0 in runs, the others
+ *                         whole; laggard: G + 1 writes (2 runs) when the last group holds
+ *                         two partitions or more; with -aggr, the exact counts;
+ *   timeout 0             one write per partition in every pattern;
+ *   default (-1)          between G and the partition count.
+ * Without it (the tag transport: "timer" is "ploggp" there), early and laggard become
+ * "together" and only the data is checked. Every iteration checks every byte.
+ *
+ * -badtimeout=1 instead: MPIR_CVAR_PART_AGGR_TIMEOUT_US of -2 and 2000001 (written with MPI_T)
+ * make MPI_Precv_init fail with MPI_ERR_ARG and a message naming the variable.
+ *
+ * Arguments: -spart=N -rpart=N -count=N (ints in the whole buffer) -aggr=BYTES -iter=N
+ *            -badtimeout=1
+ */
+
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpitest.h"
+
+static int rank, errs;
+#include "part_pvar.h"
+
+enum { TOGETHER = 0, EARLY, LAGGARD };
+static const char *pname[] = { "together", "early", "laggard" };
+
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int pattern(int iter, int index)
+{
+    return 3 + iter * 1000033 + index * 11 + (index >> 4);
+}
+
+static int set_cvar_int(const char *name, int value)
+{
+    int idx, count;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: cvar %s not found\n", rank, name);
+        return 1;
+    }
+    int err = MPI_T_cvar_write(h, &value);
+    MPI_T_cvar_handle_free(&h);
+    if (err != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: writing %s=%d failed\n", rank, name, value);
+        return 1;
+    }
+    return 0;
+}
+
+/* Receiver: poll until partitions [lo, hi) arrived (10 s), then check that the others have
+ * not and that the arrived bytes are right. */
+static void expect_arrived(MPI_Request req, int rpart, int lo, int hi, const int *buf,
+                           int rcount, int it)
+{
+    double t0 = MPI_Wtime();
+    for (int p = lo; p < hi; p++) {
+        int flag = 0;
+        while (!flag && MPI_Wtime() - t0 < 10.0)
+            MPI_Parrived(req, p, &flag);
+        if (!flag) {
+            fprintf(stderr, "iter %d (%s): partition %d not arrived after 10 s\n", it,
+                    pname[it % 3], p);
+            errs++;
+            return;
+        }
+    }
+    for (int p = 0; p < rpart; p++) {
+        int flag = 0;
+        if (p >= lo && p < hi)
+            continue;
+        MPI_Parrived(req, p, &flag);
+        if (flag) {
+            fprintf(stderr, "iter %d (%s): partition %d reported arrived before it was "
+                    "readied\n", it, pname[it % 3], p);
+            errs++;
+        }
+    }
+    for (int i = lo * rcount; i < hi * rcount; i++)
+        if (buf[i] != pattern(it, i)) {
+            fprintf(stderr, "iter %d (%s): int %d is %d before completion, expected %d\n", it,
+                    pname[it % 3], i, buf[i], pattern(it, i));
+            errs++;
+            return;
+        }
+}
+
+static void check(int it, const char *what, long long got, long long want)
+{
+    if (got != want) {
+        fprintf(stderr, "iter %d (%s): %s = %lld, expected %lld\n", it, pname[it % 3], what,
+                got, want);
+        errs++;
+    }
+}
+
+/* MPI_Precv_init with an out-of-range deadline: MPI_ERR_ARG naming the variable. */
+static void bad_timeout(void)
+{
+    const int values[] = { -2, 2000001 };
+    int buf[4];
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int i = 0; i < 2; i++) {
+        MPI_Request req = MPI_REQUEST_NULL;
+        char msg[MPI_MAX_ERROR_STRING];
+        int cls = MPI_SUCCESS, len = 0;
+        errs += set_cvar_int("MPIR_CVAR_PART_AGGR_TIMEOUT_US", values[i]);
+        int err = MPI_Precv_init(buf, 4, 1, MPI_INT, 1 - rank, 9, MPI_COMM_WORLD,
+                                 MPI_INFO_NULL, &req);
+        MPI_Error_class(err, &cls);
+        MPI_Error_string(err, msg, &len);
+        if (cls != MPI_ERR_ARG || strstr(msg, "MPIR_CVAR_PART_AGGR_TIMEOUT_US") == NULL) {
+            fprintf(stderr, "rank %d: timeout %d: class %d, message \"%s\"; expected "
+                    "MPI_ERR_ARG naming MPIR_CVAR_PART_AGGR_TIMEOUT_US\n", rank, values[i], cls,
+                    msg);
+            errs++;
+        }
+        if (req != MPI_REQUEST_NULL) {
+            fprintf(stderr, "rank %d: a request was returned with the error\n", rank);
+            errs++;
+        }
+    }
+    errs += set_cvar_int("MPIR_CVAR_PART_AGGR_TIMEOUT_US", -1);
+}
+
+int main(int argc, char *argv[])
+{
+    int size, provided;
+    MPI_Comm ctl;
+    MPI_Request req = MPI_REQUEST_NULL;
+
+    MTest_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) {
+        fprintf(stderr, "This test requires at least two processes\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MTestArgList *head = MTestArgListCreate(argc, argv);
+    int spart = MTestArgListGetInt_with_default(head, "spart", 32);
+    int rpart = MTestArgListGetInt_with_default(head, "rpart", 32);
+    int count = MTestArgListGetInt_with_default(head, "count", 32 * 64);
+    int aggr = MTestArgListGetInt_with_default(head, "aggr", 0);
+    int iters = MTestArgListGetInt_with_default(head, "iter", 9);
+    int badtimeout = MTestArgListGetInt_with_default(head, "badtimeout", 0);
+    MTestArgListDestroy(head);
+    if (count % spart || count % rpart) {
+        fprintf(stderr, "count %d must be a multiple of spart %d and rpart %d\n", count, spart,
+                rpart);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const char *agg = getenv("MPIR_CVAR_PART_AGGREGATOR");
+    const char *tos = getenv("MPIR_CVAR_PART_AGGR_TIMEOUT_US");
+    int timeout = tos ? atoi(tos) : -1;
+    int timer = rdma_forced() && agg && strcmp(agg, "timer") == 0;
+
+    int g = gcd(spart, rpart), s1 = spart / g, r1 = rpart / g;
+    long bytes = (long) count * sizeof(int);
+    int k = 0;  /* gcd-messages per group with -aggr (as part_aggr.c sizes them); 0: model */
+    if (aggr > 0) {
+        long per = bytes / g;
+        k = per * g <= aggr ? g : (per < aggr ? (int) (aggr / per) : 1);
+    }
+
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    if (badtimeout) {
+        bad_timeout();
+        MPI_T_finalize();
+        MTest_Finalize(errs);
+        return MTestReturnValue(errs);
+    }
+    errs += set_cvar_int("MPIR_CVAR_PART_AGGR_SIZE", aggr);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
+    int *buf = malloc(bytes);
+
+    if (rank == 0) {
+        MPI_Psend_init(buf, spart, count / spart, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_INFO_NULL,
+                       &req);
+        for (int it = 0; it < iters; it++) {
+            int dummy = 0, pat = timer && it > 0 ? it % 3 : TOGETHER;
+            for (int i = 0; i < count; i++)
+                buf[i] = pattern(it, i);
+            unsigned long long w0 = pv_read(RDMA_PV("writes")), r0 = pv_read("part_timer_runs");
+            unsigned long long m0 = pv_read("part_wire_msgs_sent");
+            MPI_Start(&req);
+            MPI_Recv(&dummy, 1, MPI_INT, 1, 0, ctl, MPI_STATUS_IGNORE);
+            if (pat == TOGETHER) {
+                MPI_Pready_range(0, spart - 1, req);
+            } else if (pat == EARLY) {
+                MPI_Pready_range(0, s1 - 1, req);
+                MPI_Recv(&dummy, 1, MPI_INT, 1, 1, ctl, MPI_STATUS_IGNORE);
+                MPI_Pready_range(s1, spart - 1, req);
+            } else {
+                MPI_Pready_range(0, spart - 2, req);
+                MPI_Recv(&dummy, 1, MPI_INT, 1, 2, ctl, MPI_STATUS_IGNORE);
+                MPI_Pready(spart - 1, req);
+            }
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            if (!timer || it == 0)
+                continue;       /* iteration 0 may start before the PLAN: no timer there */
+            long long G = (long long) (pv_read("part_wire_msgs_sent") - m0);
+            long long w = (long long) (pv_read(RDMA_PV("writes")) - w0);
+            long long r = (long long) (pv_read("part_timer_runs") - r0);
+            MTestPrintfMsg(1, "iter %d %s: groups %lld writes %lld runs %lld\n", it,
+                           pname[pat], G, w, r);
+            if (G < 1 || G >= spart) {
+                fprintf(stderr, "iter %d: %lld groups for %d partitions: the timer needs "
+                        "groups of 2 or more\n", it, G, spart);
+                errs++;
+                continue;
+            }
+            int ppg = k ? k * s1 : 0;   /* partitions per full group, when known */
+            int last = k ? spart - (int) (G - 1) * ppg : 0;
+            if (timeout == 0) {
+                check(it, "writes (one per partition)", w, spart);
+                check(it, "runs", r, spart);
+            } else if (timeout >= 100000) {
+                if (pat == TOGETHER) {
+                    check(it, "writes", w, G);
+                    check(it, "runs", r, 0);
+                } else if (pat == EARLY) {
+                    check(it, "writes - runs (the other groups, whole)", w - r, G - 1);
+                    if (ppg)
+                        check(it, "runs (the first gcd-message, then one per partition)", r,
+                              1 + ppg - s1);
+                    else if (r < 1) {
+                        fprintf(stderr, "iter %d: no run in the early pattern\n", it);
+                        errs++;
+                    }
+                } else if (!k || last >= 2) {
+                    check(it, "writes", w, G + 1);
+                    check(it, "runs", r, 2);
+                }
+            } else if (w < G || w > spart) {
+                fprintf(stderr, "iter %d: %lld writes outside [%lld, %d]\n", it, w, G, spart);
+                errs++;
+            }
+        }
+        MPI_Request_free(&req);
+    } else if (rank == 1) {
+        int rcount = count / rpart;
+        MPI_Precv_init(buf, rpart, rcount, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+        for (int it = 0; it < iters; it++) {
+            int dummy = 0, pat = timer && it > 0 ? it % 3 : TOGETHER;
+            memset(buf, 0, bytes);
+            MPI_Start(&req);
+            MPI_Send(&dummy, 1, MPI_INT, 0, 0, ctl);
+            if (pat == EARLY) {
+                expect_arrived(req, rpart, 0, r1, buf, rcount, it);
+                MPI_Send(&dummy, 1, MPI_INT, 0, 1, ctl);
+            } else if (pat == LAGGARD) {
+                expect_arrived(req, rpart, 0, rpart - r1, buf, rcount, it);
+                MPI_Send(&dummy, 1, MPI_INT, 0, 2, ctl);
+            }
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            for (int i = 0; i < count; i++)
+                if (buf[i] != pattern(it, i)) {
+                    fprintf(stderr, "iter %d: int %d is %d, expected %d\n", it, i, buf[i],
+                            pattern(it, i));
+                    errs++;
+                    break;
+                }
+        }
+        MPI_Request_free(&req);
+    }
+
+    free(buf);
+    MPI_Comm_free(&ctl);
+    if (pv_session != MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_free(&pv_session);
+    MPI_T_finalize();
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
