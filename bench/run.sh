@@ -167,6 +167,10 @@ verbs_hw="--ours-env=MPIR_CVAR_PART_TRANSPORT=verbs"
 # compute, one late thread with 1 % and 4 % noise) under no merging, a fixed
 # MPIR_CVAR_PART_AGGR_SIZE of 64 KiB and the PLogGP model, each against stock in its own launch
 ploggp="--ours-env=MPIR_CVAR_PART_AGGREGATOR=ploggp"
+# agg-rdma-<aggregator>-<N>: the same pattern on the RDMA transport over shm, where the timer
+# aggregator applies (seed 000's perceived-bandwidth comparison: 1 ms compute, one late
+# thread with 1 % and 4 % noise; wire_sent_per_iter counts writes there)
+timer="--ours-env=MPIR_CVAR_PART_AGGREGATOR=timer"
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -262,6 +266,12 @@ agg-ploggp-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --va
 agg-none-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0
 agg-fixed-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 65536
 agg-ploggp-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 $ploggp
+agg-rdma-none-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm
+agg-rdma-ploggp-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $ploggp
+agg-rdma-timer-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer
+agg-rdma-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm
+agg-rdma-ploggp-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $ploggp
+agg-rdma-timer-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer
 rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm
 rdma-shm-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $rdma_shm
 rdma-shm-earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000 $rdma_shm
