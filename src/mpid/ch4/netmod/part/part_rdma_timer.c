@@ -253,7 +253,7 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
     for (int32_t m = 0; m < t->ngroups; m++)
         MPIDI_PART_tgroup_reset(&t->g[m]);
     memset(t->wdone, 0, sizeof(int32_t) * t->ngroups);
-    t->active = 1;
+    __atomic_store_n(&t->active, 1, __ATOMIC_RELEASE);  /* read by MPI_Pready without the lock */
     t->armed = armed;
     MPID_Thread_mutex_unlock(&t->lock, &err);
 }
