@@ -69,9 +69,10 @@ TEST(PartTimer, NoSendBeforeDeadline)
     EXPECT_EQ(G.tick(50.0), (Runs{{5, 2}}));
 }
 
-TEST(PartTimer, DeadlineFiresMaximalRunsThenLatePartitionsAlone)
+TEST(PartTimer, DeadlineFiresMaximalRunsThenTheLastGoesAtOnce)
 {
-    // the paper's example: {0,1,3} ready, the deadline passes -> {0-1} and {3}; 2 alone
+    // the paper's example: {0,1,3} ready, the deadline passes -> {0-1} and {3}; then 2,
+    // the group's last, goes at once
     Group G(4, 10.0);
     EXPECT_EQ(G.ready(0, 0.0), Runs{});
     EXPECT_EQ(G.ready(1, 1.0), Runs{});
@@ -84,6 +85,30 @@ TEST(PartTimer, DeadlineFiresMaximalRunsThenLatePartitionsAlone)
     EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
 }
 
+TEST(PartTimer, LatePartitionsCollectIntoRunsAgain)
+{
+    // two threads, each readying its half back to back: one write per thread
+    Group G(8, 5.0);
+    for (int32_t p = 0; p < 4; p++)
+        EXPECT_EQ(G.ready(p, 0.1 * p), Runs{});
+    EXPECT_EQ(G.tick(5.0), (Runs{{0, 4}}));
+    for (int32_t p = 4; p < 7; p++)
+        EXPECT_EQ(G.ready(p, 100.0 + 0.1 * p), Runs{}) << p;     // a new deadline: 105.4
+    EXPECT_EQ(G.ready(7, 100.8), (Runs{{4, 4}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+    // after a fire the next deadline runs from the next ready, not from the first one
+    Group H(6, 10.0);
+    H.ready(0, 0.0);
+    EXPECT_EQ(H.tick(10.0), (Runs{{0, 1}}));
+    EXPECT_EQ(H.ready(2, 50.0), Runs{});
+    EXPECT_EQ(H.ready(3, 55.0), Runs{});
+    EXPECT_EQ(H.tick(59.9), Runs{});
+    EXPECT_EQ(H.tick(60.0), (Runs{{2, 2}}));
+    EXPECT_EQ(H.ready(5, 70.0), Runs{});
+    EXPECT_EQ(H.ready(1, 71.0), Runs{});
+    EXPECT_EQ(H.ready(4, 72.0), (Runs{{1, 1}, {4, 2}}));  // the last: all that waits
+}
+
 TEST(PartTimer, ReadyAfterUnnoticedDeadlineFiresWithItself)
 {
     // no tick between: the late ready notices the deadline and merges with its neighbours
@@ -92,8 +117,8 @@ TEST(PartTimer, ReadyAfterUnnoticedDeadlineFiresWithItself)
     G.ready(1, 0.0);
     G.ready(4, 3.0);
     EXPECT_EQ(G.ready(2, 20.0), (Runs{{0, 3}, {4, 1}}));
-    EXPECT_EQ(G.ready(5, 21.0), (Runs{{5, 1}}));
-    EXPECT_EQ(G.ready(3, 22.0), (Runs{{3, 1}}));
+    EXPECT_EQ(G.ready(5, 21.0), Runs{});                // collects again (deadline 31)
+    EXPECT_EQ(G.ready(3, 22.0), (Runs{{3, 1}, {5, 1}})); // the last: everything waiting
     EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
     // and the group completing after an unnoticed deadline still goes as one write
     Group H(3, 10.0);

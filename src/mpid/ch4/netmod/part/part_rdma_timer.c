@@ -233,7 +233,7 @@ static int send_writes(MPIDI_PART_op_t * op, const int32_t * w, int n)
 /* Timer lock held: group m's deadline is pending; publish it for progress. */
 static inline void note_deadline(const MPIDI_PART_tgroup_t * g)
 {
-    if (!g->fired && g->nready > 0 && g->nsent < g->nparts)
+    if (g->pending > 0)
         due_min((int64_t) (g->deadline * 1000.0));
 }
 
@@ -371,7 +371,7 @@ int MPIDI_PART_rtimer_progress(void)
         MPID_Thread_mutex_lock(&t->lock, &err);
         for (int32_t m = 0; t->active && t->armed && m < t->ngroups; m++) {
             MPIDI_PART_tgroup_t *g = &t->g[m];
-            if (g->fired || g->nready == 0)
+            if (g->pending == 0)
                 continue;
             if (nout + MPIDI_PART_TG_MAX_RUNS(g->nparts) > room) {
                 full = 1;       /* the rest next time: due now */

@@ -20,20 +20,20 @@ void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g)
         memset(g->state, MPIDI_PART_TG_IDLE, (size_t) g->nparts);
     g->nready = 0;
     g->nsent = 0;
-    g->fired = 0;
+    g->pending = 0;
     g->deadline = 0;
 }
 
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now)
 {
-    return !g->fired && g->nready > 0 && g->timeout >= 0 && now >= g->deadline;
+    return g->pending > 0 && g->timeout >= 0 && now >= g->deadline;
 }
 
 /* Fire: one run per maximal stretch of ready-unsent partitions. */
 static int32_t fire(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
 {
     int32_t nruns = 0;
-    g->fired = 1;
+    g->pending = 0;
     for (int32_t p = 0; p < g->nparts;) {
         if (g->state[p] != MPIDI_PART_TG_READY) {
             p++;
@@ -63,28 +63,15 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
         return MPIDI_PART_TG_EINVAL;
     if (g->state[p] != MPIDI_PART_TG_IDLE)
         return MPIDI_PART_TG_ETWICE;
-    if (g->fired) {             /* late partition: alone, at once */
-        g->state[p] = MPIDI_PART_TG_SENT;
-        g->nready++;
-        g->nsent++;
-        runs[0].first = p;
-        runs[0].count = 1;
-        return 1;
-    }
-    if (g->nready++ == 0)
+    if (g->pending++ == 0)
         g->deadline = now + g->timeout;
+    g->nready++;
     g->state[p] = MPIDI_PART_TG_READY;
-    if (g->nready == g->nparts && !MPIDI_PART_tgroup_due(g, now)) {
-        /* complete before the deadline: the whole group as one write */
-        memset(g->state, MPIDI_PART_TG_SENT, (size_t) g->nparts);
-        g->nsent = g->nparts;
-        g->fired = 1;
-        runs[0].first = 0;
-        runs[0].count = g->nparts;
-        return 1;
-    }
-    /* the deadline passed unnoticed (no tick since): this call fires, p included */
-    return MPIDI_PART_tgroup_due(g, now) ? fire(g, runs) : 0;
+    /* the group is complete (everything waiting goes now), or the deadline passed
+     * unnoticed (no tick since): this call fires, p included */
+    if (g->nready == g->nparts || MPIDI_PART_tgroup_due(g, now))
+        return fire(g, runs);
+    return 0;
 }
 
 double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,

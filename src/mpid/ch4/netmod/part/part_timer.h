@@ -7,14 +7,15 @@
  *
  * A group is the run of user partitions that the plan (PLogGP chooser) puts in one wire
  * message. Per iteration:
- *   - the first MPI_Pready of the group sets the deadline: first ready time + timeout;
- *   - if every partition is ready before the deadline, the group goes as one write;
+ *   - a partition readied while nothing of the group waits sets the deadline: now + timeout;
+ *   - when the group's last partition is readied, everything that waits goes at once: the
+ *     whole group as one write if nothing of it was sent before the deadline;
  *   - once the deadline has passed (noticed by MPIDI_PART_tgroup_tick from progress, or by
  *     a later MPIDI_PART_tgroup_ready), every maximal run of contiguous ready-but-unsent
  *     partitions goes as one write each ("fired");
- *   - after that, each partition goes alone when it becomes ready: every ready partition
- *     was sent when the group fired, and every later one is sent as it comes, so a late
- *     partition never has a ready-unsent neighbour to merge with.
+ *   - after that, the partitions readied later collect again the same way: the first sets a
+ *     new deadline, so a thread that readies its partitions together after the deadline
+ *     sends them as one run (seed 000 sends each late partition alone).
  * timeout 0 sends every partition as it comes (no aggregation); timeout < 0 never fires
  * (the group waits for its last partition: the plain PLogGP aggregator).
  *
@@ -46,10 +47,9 @@ typedef struct MPIDI_PART_tgroup {
     int32_t nparts;             /* user partitions in the group */
     int32_t nready;             /* readied in this iteration */
     int32_t nsent;              /* sent in this iteration */
-    int32_t fired;              /* deadline acted on, or the whole group sent: later
-                                 * partitions go alone */
+    int32_t pending;            /* ready, not sent: the deadline below applies to them */
     double timeout;             /* us; 0: no waiting; < 0: never fire */
-    double deadline;            /* first ready + timeout; meaningful when nready > 0 */
+    double deadline;            /* first of the pending ready + timeout (pending > 0) */
     uint8_t *state;             /* nparts entries, MPIDI_PART_TG_* below (caller's memory) */
 } MPIDI_PART_tgroup_t;
 
@@ -72,15 +72,14 @@ void MPIDI_PART_tgroup_init(MPIDI_PART_tgroup_t * g, int32_t nparts, uint8_t * s
 void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g);
 
 /* Partition p (0..nparts-1) became ready at now. Writes the writes to send now into runs
- * (room for MPIDI_PART_TG_MAX_RUNS(nparts)) and returns how many: 0 (wait), 1 (the whole
- * group {0, nparts} when it completed before the deadline, or {p, 1} after it fired), or
- * more when this call is the one that notices the deadline; or an MPIDI_PART_TG_E* error. */
+ * (room for MPIDI_PART_TG_MAX_RUNS(nparts)) and returns how many: 0 (wait), the maximal
+ * runs of what waits when p completes the group (the whole group {0, nparts} when nothing
+ * went before) or when this call notices the deadline; or an MPIDI_PART_TG_E* error. */
 int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
                                 MPIDI_PART_run_t * runs);
 
-/* Progress: if the deadline has passed and the group has not fired, fire: write every
- * maximal run of ready-unsent partitions into runs, mark them sent, return how many.
- * Otherwise 0. */
+/* Progress: if partitions wait and their deadline has passed, fire: write every maximal
+ * run of ready-unsent partitions into runs, mark them sent, return how many. Otherwise 0. */
 int32_t MPIDI_PART_tgroup_tick(MPIDI_PART_tgroup_t * g, double now, MPIDI_PART_run_t * runs);
 
 /* Whether a tick at now would fire (read-only; serialised like the others). */
