@@ -352,6 +352,14 @@ std::vector<double> make_delays(const DelayModel &m, int threads, int theta, siz
             extra = std::normal_distribution<double>(0.0, amp)(rng);
         double &last = d[t * theta + theta - 1];
         last = std::max(0.0, last + extra);     // gaussian noise may be negative
+        if (m.burst) {  // the thread's whole compute first, then its partitions at once
+            double sum = 0;
+            for (int k = 0; k < theta; k++) {
+                sum += d[t * theta + k];
+                d[t * theta + k] = 0;
+            }
+            d[t * theta] = sum;
+        }
     }
     if (m.gamma > 0)
         d[np - 1] += m.gamma * (double)theta * (double)part_bytes / 1e6;

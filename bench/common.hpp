@@ -130,6 +130,8 @@ struct DelayModel {
     double noise_pct = 0;       // noise amplitude in % of compute_us
     double gamma = 0;           // us per MB (1e6 B) of the bytes one thread owns: delay of
                                 // the last partition of the last thread (early-bird model)
+    bool burst = false;         // a thread's compute (and noise) before its first partition,
+                                // the others readied back to back (seed 000)
 };
 // Delay in us of every partition (thread t owns partitions [t*theta, (t+1)*theta)).
 std::vector<double> make_delays(const DelayModel &m, int threads, int theta, size_t part_bytes,

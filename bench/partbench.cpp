@@ -58,6 +58,9 @@ const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ran
   --gamma LIST       earlybird: delay rate(s) in us/MB (default 100)
   --compute-us C     compute per thread and iteration (overhead default 1000)
   --noise-model M    none | single | uniform | gaussian      --noise LIST  noise in % of C
+  --ready M          spread: each partition after its share of C (default); burst: a thread
+                     computes C first, then readies all its partitions back to back (seed
+                     000's perceived-bandwidth benchmark)
   --aggr LIST        values for MPIR_CVAR_PART_AGGR_SIZE ('-' leaves it as it is)
   --parrived         halo: receiver threads poll MPI_Parrived (default on for halo)
   --polls K          parrived: MPI_Parrived calls per timed batch (default 1000, smoke 100)
@@ -97,6 +100,7 @@ Options parse(int argc, char **argv)
     int threads = -1, theta = -1, iters = -1, warmup = -1, attempts = -1, polls = -1;
     double compute = -1;
     std::string noise_model;
+    std::string ready_mode = "spread";
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto val = [&]() -> std::string {
@@ -135,6 +139,8 @@ Options parse(int argc, char **argv)
             compute = std::atof(val().c_str());
         else if (a == "--noise-model")
             noise_model = val();
+        else if (a == "--ready")
+            ready_mode = val();
         else if (a == "--noise")
             noises = val();
         else if (a == "--aggr")
@@ -243,6 +249,9 @@ Options parse(int argc, char **argv)
     o.polls = polls > 0 ? polls : (o.smoke ? 100 : 1000);
     o.delay.compute_us = compute > 0 ? compute : 0;
     o.delay.noise = noise_model.empty() ? "none" : noise_model;
+    if (ready_mode != "spread" && ready_mode != "burst")
+        fatal("unknown --ready mode '%s' (spread, burst)", ready_mode.c_str());
+    o.delay.burst = ready_mode == "burst";
     if (o.delay.noise != "none" && o.delay.noise != "single" && o.delay.noise != "uniform" &&
         o.delay.noise != "gaussian")
         fatal("unknown noise model '%s'", o.delay.noise.c_str());

@@ -171,6 +171,8 @@ ploggp="--ours-env=MPIR_CVAR_PART_AGGREGATOR=ploggp"
 # aggregator applies (seed 000's perceived-bandwidth comparison: 1 ms compute, one late
 # thread with 1 % and 4 % noise; wire_sent_per_iter counts writes there)
 timer="--ours-env=MPIR_CVAR_PART_AGGREGATOR=timer"
+# agg-rdma-burst-*: the same with seed 000's ready pattern (--ready burst: a thread computes,
+# then readies all its partitions back to back; the default spreads them over the compute)
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -276,6 +278,12 @@ agg-rdma-timer100-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 
 agg-rdma-timer100-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=100
 agg-rdma-timer500-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=500
 agg-rdma-timer500-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=500
+agg-rdma-burst-none-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm
+agg-rdma-burst-ploggp-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $ploggp
+agg-rdma-burst-timer-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $timer
+agg-rdma-burst-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm
+agg-rdma-burst-ploggp-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $ploggp
+agg-rdma-burst-timer-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $timer
 rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm
 rdma-shm-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $rdma_shm
 rdma-shm-earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000 $rdma_shm
