@@ -289,8 +289,9 @@ int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err)
 void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
 {
     if (m >= 0) {
-        /* the iteration completes with the error (m: a write, maybe a run of a group) */
-        MPIDI_PART_msg_done(op, MPIDI_PART_rdma_write_msg(op, m));
+        /* the iteration completes with the error (m: a write; a run of a group counts as
+         * done, so the group ends when its other writes have) */
+        MPIDI_PART_rdma_write_done(op, m);
     } else {
         for (int i = 0; i < op->st.nmsgs; i++)
             MPIDI_PART_msg_done(op, i);
