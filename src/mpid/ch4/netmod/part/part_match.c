@@ -206,6 +206,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     hdr->kind = MPIDI_PART_MSG_PLAN;
     hdr->sop = op->sop;
     hdr->bytes = op->total_bytes;
+    hdr->timer_ns = -1;
 
     MPIDI_PART_LOCK();
     freed = op->freed;
@@ -222,6 +223,8 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         choose_transport(op) != &MPIDI_PART_tag_transport)
         op->timer_ns = 0;
     status = decide_plan(op, &hdr->plan);
+    if (status != MPIDI_PART_STATUS_OK || hdr->plan.nmsgs == 0)
+        op->timer_ns = -1;      /* nothing travels */
     if (status == MPIDI_PART_STATUS_OK && hdr->plan.nmsgs > 0) {
         tp = choose_transport(op);
         op->st.plan = hdr->plan;        /* the transport sizes its state from it */
