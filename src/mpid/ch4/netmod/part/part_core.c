@@ -559,7 +559,9 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             goto fn_fail;
     }
 #ifdef MPIDI_CH4_PART_RDMA
-    if (unlikely(op->timer_ns >= 0) && MPIDI_PART_rtimer_active(op)) {
+    /* i < n: the plan is installed and seen (the state's acquire load, or the lock above),
+     * so is timer_ns, which the sender sets before installing it (ThreadSanitizer) */
+    if (i < n && unlikely(op->timer_ns >= 0) && MPIDI_PART_rtimer_active(op)) {
         /* the timer aggregator decides what goes (part_rdma_timer.c) */
         for (; i < n; i++) {
             int p = list ? list[i] : lo + i;
