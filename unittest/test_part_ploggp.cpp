@@ -502,3 +502,180 @@ TEST(PloggpTableI, TrendGrowsLikeSqrtOfS)
     const MPIDI_PART_model_t naive = model(4000, MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE, 0);
     EXPECT_EQ(chosen_T(kIB, naive, 1 << 20), 32);
 }
+
+// ---- re-planning from an observed iteration (MPIDI_PART_ploggp_choose_observed) ----------
+
+namespace {
+
+const MPIDI_PART_loggp_t *kShm = MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM);
+const MPIDI_PART_loggp_t *kTcp = MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_TCP);
+
+int32_t choose_obs(const MPIDI_PART_loggp_t *t, const MPIDI_PART_problem_t &pb,
+                   const std::vector<double> &ready, const std::vector<double> *sent, double tau,
+                   int32_t max_msgs = 0, int32_t *nb = nullptr, double *pred = nullptr)
+{
+    return MPIDI_PART_ploggp_choose_observed(t, &pb, ready.data(), sent ? sent->data() : nullptr,
+                                             tau, max_msgs, pred, nb);
+}
+
+}  // namespace
+
+TEST(PloggpObserved, ReadiedTogetherMergesSmallMessages)
+{
+    // 128 partitions of 64 B readied in one burst: one wire message on shm and over TCP
+    const MPIDI_PART_problem_t pb{128 * 64, 128, 128};
+    const std::vector<double> ready(128, 5.0);
+    int32_t nb = -1;
+    EXPECT_EQ(choose_obs(kShm, pb, ready, nullptr, 0.5, 0, &nb), 128);
+    EXPECT_EQ(nb, 0);
+    EXPECT_EQ(choose_obs(kTcp, pb, ready, nullptr, 10.0), 128);
+}
+
+TEST(PloggpObserved, AnEarlyPartitionIsNeverHeldForLateOnes)
+{
+    // part_earlybird's pattern: gcd-message 0 readied 10 s before the others
+    const MPIDI_PART_problem_t pb{16 * 64, 16, 16};
+    std::vector<double> ready(16, 10e6);
+    ready[0] = 0;
+    int32_t nb = -1;
+    EXPECT_EQ(choose_obs(kShm, pb, ready, nullptr, 0.5, 0, &nb), 1);
+    EXPECT_EQ(nb, 1);
+    // the same with the late one in the middle: a boundary on each side of it, and 5 and 6
+    // share no factor but 1
+    ready.assign(16, 0);
+    ready[5] = 10e6;
+    EXPECT_EQ(choose_obs(kShm, pb, ready, nullptr, 0.5, 0, &nb), 1);
+    EXPECT_EQ(nb, 2);
+}
+
+TEST(PloggpObserved, ThreadBlocksMergeWithinAThreadOnly)
+{
+    // 4 threads x 32 partitions of 1 KiB, each thread's burst 1 ms after the previous one's
+    const MPIDI_PART_problem_t pb{128 * 1024, 128, 128};
+    std::vector<double> ready(128);
+    for (int j = 0; j < 128; j++)
+        ready[j] = 1000.0 * (j / 32) + 0.05 * (j % 32);
+    int32_t nb = -1;
+    const int32_t k = choose_obs(kShm, pb, ready, nullptr, 0.5, 0, &nb);
+    EXPECT_EQ(nb, 3);
+    EXPECT_EQ(32 % k, 0) << "k " << k << " would hold a thread's partitions for the next";
+    EXPECT_GT(k, 1) << "a thread's burst should be merged";
+}
+
+TEST(PloggpObserved, TheObservedLayoutsOwnSendTimeIsNotAGap)
+{
+    // one thread readies 64 partitions back to back; in the observed iteration each
+    // MPI_Pready sent its message (2 us), so the calls are 2 us apart: not a reason to split
+    const MPIDI_PART_problem_t pb{64 * 256, 64, 64};
+    std::vector<double> ready(64), sent(64, 2.0);
+    for (int j = 0; j < 64; j++)
+        ready[j] = 2.05 * j;
+    int32_t nb = -1;
+    EXPECT_GE(choose_obs(kShm, pb, ready, &sent, 0.5, 0, &nb), 32)
+        << "without its own sends the burst takes 3 us: one or two messages";
+    EXPECT_EQ(nb, 0);
+    // without the send times every gap exceeds tau
+    EXPECT_EQ(choose_obs(kShm, pb, ready, nullptr, 0.5, 0, &nb), 1);
+    EXPECT_EQ(nb, 63);
+}
+
+TEST(PloggpObserved, IsTheArgminOverTheAllowedCandidates)
+{
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int it = 0; it < 500; ++it) {
+        const MPIDI_PART_loggp_t t = random_table(rng);
+        const MPIDI_PART_problem_t pb = random_problem(rng, 120);
+        const int32_t n = pb.ngcd;
+        std::vector<double> ready(n), sent(n);
+        const double tau = 5 * u(rng);
+        for (int32_t j = 0; j < n; j++) {
+            // clusters: mostly small steps, sometimes a jump
+            ready[j] = (j ? ready[j - 1] : 0) + (u(rng) < 0.15 ? 100 * u(rng) : 0.1 * u(rng));
+            sent[j] = 0.5 * u(rng);
+        }
+        const int32_t max_msgs = (rng() % 3) ? 0 : 1 + (int32_t) (rng() % n);
+        double pred = 0;
+        int32_t nb = 0;
+        const int32_t k = choose_obs(&t, pb, ready, &sent, tau, max_msgs, &nb, &pred);
+        ASSERT_GE(k, 1);
+        ASSERT_LE(k, n);
+        // the boundaries, recomputed here from the gaps less the earlier one's send time
+        std::vector<int32_t> cuts;
+        for (int32_t j = 1; j < n; j++) {
+            const double a = ready[j - 1], b = ready[j];
+            const double gap = a <= b ? b - a - sent[j - 1] : a - b - sent[j];
+            if (gap > tau)
+                cuts.push_back(j);
+        }
+        // the timeline the model sees: the same gaps, accumulated
+        std::vector<double> adj(n);
+        MPIDI_PART_ploggp_adjust_ready(n, ready.data(), sent.data(), adj.data());
+        for (int32_t j = 1; j < n; j++) {
+            const double a = ready[j - 1], b = ready[j];
+            const double gap = std::max(0.0, a <= b ? b - a - sent[j - 1] : a - b - sent[j]);
+            ASSERT_NEAR(std::fabs(adj[j] - adj[j - 1]), gap, 1e-9 * (1 + std::fabs(adj[j])));
+        }
+        ASSERT_EQ(nb, (int32_t) cuts.size());
+        auto allowed = [&](int32_t kk) {
+            if (max_msgs >= 1 && (n + kk - 1) / kk > max_msgs)
+                return false;
+            for (int32_t c : cuts)
+                if (c % kk)
+                    return false;
+            return true;
+        };
+        if (!allowed(k)) {
+            // only when nothing is allowed: then the finest layout within max_msgs
+            for (int32_t kk = 1; kk <= n; kk++)
+                ASSERT_FALSE(allowed(kk)) << "k " << k << " not allowed but " << kk << " is";
+            ASSERT_EQ(k, max_msgs >= 1 ? (n + max_msgs - 1) / max_msgs : 1);
+            continue;
+        }
+        ASSERT_NEAR(MPIDI_PART_ploggp_predict_observed(&t, &pb, adj.data(), -1, k), pred,
+                    1e-9 * pred + 1e-12);
+        for (int32_t kk = 1; kk <= n; kk++) {
+            if (!allowed(kk))
+                continue;
+            const double x = MPIDI_PART_ploggp_predict_observed(&t, &pb, adj.data(), -1, kk);
+            ASSERT_GE(x, pred * (1 - 1e-9)) << "k " << k << " beaten by " << kk;
+        }
+    }
+}
+
+TEST(PloggpObserved, PredictionOfEqualReadyTimesIsTheModelsWithoutSpread)
+{
+    // all gcd-messages ready together, equal-sized messages: the observed prediction is the
+    // model's with delta = 0
+    const MPIDI_PART_problem_t pb{64 * 4096, 64, 64};
+    const std::vector<double> ready(64, 3.0);
+    const MPIDI_PART_model_t m = model(0);
+    for (int32_t k : {1, 2, 4, 8, 16, 32, 64})
+        EXPECT_NEAR(MPIDI_PART_ploggp_predict_observed(&kIB, &pb, ready.data(), -1, k),
+                    MPIDI_PART_ploggp_predict(&kIB, &m, &pb, k), 1e-9);
+}
+
+TEST(PloggpObserved, InvalidInput)
+{
+    const MPIDI_PART_problem_t pb{1024, 8, 8};
+    std::vector<double> ready(8, 0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed(nullptr, &pb, ready.data(), nullptr, 1, 0,
+                                                nullptr, nullptr), 0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed(kShm, &pb, nullptr, nullptr, 1, 0, nullptr,
+                                                nullptr), 0);
+    EXPECT_EQ(choose_obs(kShm, pb, ready, nullptr, -1), 0);
+    EXPECT_EQ(choose_obs(kShm, pb, ready, nullptr, NAN), 0);
+    ready[3] = INFINITY;
+    EXPECT_EQ(choose_obs(kShm, pb, ready, nullptr, 1), 0);
+    ready[3] = 0;
+    std::vector<double> sent(8, 0.1);
+    sent[2] = -1;
+    EXPECT_EQ(choose_obs(kShm, pb, ready, &sent, 1), 0);
+    const MPIDI_PART_problem_t bad{1024, 8, 3};
+    EXPECT_EQ(choose_obs(kShm, bad, ready, nullptr, 1), 0);
+    EXPECT_LT(MPIDI_PART_ploggp_predict_observed(kShm, &pb, ready.data(), -1, 0), 0);
+    EXPECT_LT(MPIDI_PART_ploggp_predict_observed(kShm, &pb, ready.data(), -1, 9), 0);
+    // one gcd-message: nothing to merge
+    const MPIDI_PART_problem_t one{64, 4, 1};
+    EXPECT_EQ(choose_obs(kShm, one, ready, nullptr, 1), 1);
+}

@@ -469,3 +469,167 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
         *pred = best;
     return best_k;
 }
+
+/* ---- re-planning from an observed iteration --------------------------------------------- */
+
+typedef struct {
+    double r;                   /* ready time of the wire message */
+    double bytes;
+} obs_msg_t;
+
+static int obs_cmp(const void *a, const void *b)
+{
+    double x = ((const obs_msg_t *) a)->r, y = ((const obs_msg_t *) b)->r;
+    return (x > y) - (x < y);
+}
+
+static int obs_valid(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem_t * pb,
+                     const double *ready, double msg_cost)
+{
+    MPIDI_PART_model_t m = {.delta = 0.0,.arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,
+        .msg_cost = msg_cost
+    };
+    if (!valid(t, &m, pb) || ready == NULL)
+        return 0;
+    for (int32_t j = 0; j < pb->ngcd; j++)
+        if (!isfinite(ready[j]))
+            return 0;
+    return 1;
+}
+
+/* The prediction for merge factor k, msgs: room for ceil(n/k) entries. */
+static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem_t * pb,
+                          const double *ready, double msg_cost_us, int32_t k, obs_msg_t * msgs)
+{
+    const int32_t n = pb->ngcd;
+    const int32_t T = (int32_t) (((int64_t) n + k - 1) / k);
+    const double unit = (double) pb->bytes / n;
+    MPIDI_PART_model_t m = {.delta = 0.0,.arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,
+        .msg_cost = msg_cost_us
+    };
+    double r0 = ready[0], cost = 0.0;
+
+    for (int32_t j = 1; j < n; j++)
+        if (ready[j] < r0)
+            r0 = ready[j];
+    for (int32_t i = 0; i < T; i++) {
+        int32_t first = i * k, last = first + k < n ? first + k : n;
+        double r = ready[first];
+        for (int32_t j = first + 1; j < last; j++)
+            if (ready[j] > r)
+                r = ready[j];
+        msgs[i].r = r - r0;
+        msgs[i].bytes = unit * (last - first);
+        cost += msg_cost(&m, t, msgs[i].bytes);
+    }
+    qsort(msgs, T, sizeof(*msgs), obs_cmp);
+    train_t s = { 0 };
+    for (int32_t i = 0; i < T; i++)
+        train_add(&s, t, 1, msgs[i].bytes, msgs[i].r, 0);
+    return s.done + cost;
+}
+
+double MPIDI_PART_ploggp_predict_observed(const MPIDI_PART_loggp_t * t,
+                                          const MPIDI_PART_problem_t * pb, const double *ready,
+                                          double msg_cost_us, int32_t k)
+{
+    if (!obs_valid(t, pb, ready, msg_cost_us) || k < 1 || k > pb->ngcd)
+        return -1.0;
+    obs_msg_t *msgs = (obs_msg_t *) malloc(sizeof(obs_msg_t) * ((pb->ngcd + k - 1) / k));
+    if (msgs == NULL)
+        return -1.0;
+    double x = predict_obs(t, pb, ready, msg_cost_us, k, msgs);
+    free(msgs);
+    return x;
+}
+
+/* Every merge factor up to this many gcd-messages (each prediction costs O(n log n)); above
+ * it the extremes, powers of two of k and k = ceil(n / 2^i). */
+#define OBS_EXHAUSTIVE_MAX 256
+
+static int obs_candidate(int64_t n, int64_t k)
+{
+    if (n <= OBS_EXHAUSTIVE_MAX || k == 1 || k == n || is_pow2(k))
+        return 1;
+    for (int64_t p = 2; p < n; p *= 2)
+        if (k == (n + p - 1) / p)
+            return 1;
+    return 0;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
+                                     double *out)
+{
+    out[0] = 0;
+    for (int32_t j = 1; j < n; j++) {
+        double a = ready[j - 1], b = ready[j], step;
+        if (a <= b) {
+            step = b - a - (sent ? sent[j - 1] : 0);
+            step = step > 0 ? step : 0;
+        } else {
+            step = a - b - (sent ? sent[j] : 0);
+            step = step > 0 ? -step : 0;
+        }
+        out[j] = out[j - 1] + step;
+    }
+}
+
+int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
+                                          const MPIDI_PART_problem_t * pb, const double *ready,
+                                          const double *sent, double tau, int32_t max_msgs,
+                                          double *pred, int32_t * boundaries)
+{
+    if (!obs_valid(t, pb, ready, -1.0) || !(tau >= 0) || !isfinite(tau))
+        return 0;
+    if (sent)
+        for (int32_t j = 0; j < pb->ngcd; j++)
+            if (!(sent[j] >= 0) || !isfinite(sent[j]))
+                return 0;
+    const int32_t n = pb->ngcd;
+    int64_t cut = 0;            /* gcd of the kept boundary positions (0: none) */
+    int32_t nb = 0;
+    /* msgs: room for n wire messages, then the adjusted ready times */
+    obs_msg_t *msgs = (obs_msg_t *) malloc((sizeof(obs_msg_t) + sizeof(double)) * n);
+    if (msgs == NULL)
+        return 0;
+    double *adj = (double *) (msgs + n);
+
+    MPIDI_PART_ploggp_adjust_ready(n, ready, sent, adj);
+    for (int32_t j = 1; j < n; j++) {
+        if (fabs(adj[j] - adj[j - 1]) > tau) {
+            cut = gcd64(cut, j);
+            nb++;
+        }
+    }
+    if (boundaries)
+        *boundaries = nb;
+
+    int32_t best_k = 0;
+    double best = 0;
+    for (int64_t k = n; k >= 1; k--) {
+        const int64_t T = (n + k - 1) / k;
+        if ((cut && cut % k) || (max_msgs >= 1 && T > max_msgs) || !obs_candidate(n, k))
+            continue;
+        const double x = predict_obs(t, pb, adj, -1.0, (int32_t) k, msgs);
+        if (best_k == 0 || x < best - 1e-9 * best) {
+            best = x;
+            best_k = (int32_t) k;
+        }
+    }
+    free(msgs);
+    if (best_k == 0)    /* no candidate fits max_msgs: the finest layout that does */
+        best_k = max_msgs >= 1 ? (int32_t) (((int64_t) n + max_msgs - 1) / max_msgs) : 1;
+    if (pred)
+        *pred = best;
+    return best_k;
+}

@@ -119,6 +119,43 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
                                  const MPIDI_PART_problem_t * pb, int32_t max_msgs,
                                  double *pred);
 
+/* ---- re-planning from an observed iteration (the tag transport, section 4c) ----------
+ * ready[j] (us, any origin): when gcd-message j became complete in the observed iteration
+ * (the MPI_Pready call that readied its last partition); sent[j] (us, >= 0): how long that
+ * call then spent sending it (the observed layout sent every gcd-message as it completed,
+ * so a thread's next MPI_Pready came that much later than it would have without the send).
+ * The gap between neighbours j-1 and j is |ready[j] - ready[j-1]| less the send time of
+ * the earlier of the two; where it exceeds tau (us) the two are kept in different wire
+ * messages: merging them would hold the earlier one back longer than tau, the cost of one
+ * extra message (the timer aggregator's deadline, part_timer.h). Candidates are the merge
+ * factors k that cut every such boundary (k divides each boundary position j), with at
+ * most max_msgs wire messages (max_msgs < 1: no limit); above 256 gcd-messages only the
+ * extremes, powers of two of k and k = ceil(n / 2^i) are tried. */
+
+/* The observed timeline without the observed layout's own sends: out[0] = 0 and out[j] =
+ * out[j-1] + the signed gap between j-1 and j (|ready[j] - ready[j-1]| less the send time
+ * of the earlier one, at least 0). The model and the boundaries use these times. */
+void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
+                                    double *out);
+
+/* Predicted completion time (us after the first ready time) when k consecutive
+ * gcd-messages are merged and wire message m is ready at the latest ready[] of its
+ * gcd-messages; messages are injected in the order they are ready (part_ploggp.c).
+ * msg_cost as in MPIDI_PART_model_t. Negative for invalid input. */
+double MPIDI_PART_ploggp_predict_observed(const MPIDI_PART_loggp_t * t,
+                                          const MPIDI_PART_problem_t * pb, const double *ready,
+                                          double msg_cost, int32_t k);
+
+/* The candidate with the lowest MPIDI_PART_ploggp_predict_observed of the adjusted times
+ * (MPIDI_PART_ploggp_adjust_ready; ties: fewer messages,
+ * then the larger k); 1 when no neighbours may be merged (the smallest k within max_msgs
+ * when no candidate is); 0 on invalid input. *pred
+ * (optional) gets the prediction, *boundaries (optional) the number of kept boundaries. */
+int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
+                                          const MPIDI_PART_problem_t * pb, const double *ready,
+                                          const double *sent, double tau, int32_t max_msgs,
+                                          double *pred, int32_t * boundaries);
+
 /* Whether the chooser considers merge factor k (what the unit tests brute-force over). */
 int MPIDI_PART_ploggp_is_candidate(int32_t ngcd, int32_t k);
 
