@@ -41,6 +41,23 @@ struct Op {
             sent.push_back(out[i]);
         return n;
     }
+    // A new plan between iterations, in the arrays of the first one (their capacity): what
+    // the engine does after the observed iteration (part_match.c). Returns st_plan's result,
+    // or -100 when unplan refused.
+    int replan(int gcd, int merge, bool armed = true)
+    {
+        MPIDI_PART_plan_t p{gcd, merge, (gcd + merge - 1) / merge};
+        std::lock_guard<std::mutex> g(lock);
+        if (MPIDI_PART_st_get_state(&st) == MPIDI_PART_ST_PLANNED && MPIDI_PART_st_unplan(&st))
+            return -100;
+        if ((size_t) p.nmsgs > done.size())
+            return -200;
+        int n = MPIDI_PART_st_plan(&st, &p, cntr.data(), held.data(), done.data(), armed,
+                                   out.data());
+        for (int i = 0; i < n; i++)
+            sent.push_back(out[i]);
+        return n;
+    }
     int start(bool armed = true)
     {
         std::lock_guard<std::mutex> g(lock);
@@ -327,5 +344,108 @@ TEST(PartState, ConcurrentDoneReportsCompleteTheIterationOnce)
         a.join();
         b.join();
         ASSERT_EQ(lasts.load(), 1) << "iteration " << it;
+    }
+}
+
+TEST(PartState, ReplanBetweenIterationsChangesTheLayout)
+{
+    Op op(true, 8);
+    op.plan(8, 1);  // the observed iteration: 8 messages of 1 partition
+    EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
+    for (int p = 0; p < 8; p++)
+        EXPECT_EQ(op.pready(p), p);
+    for (int m = 0; m < 8; m++)
+        op.msg_done(m);
+    EXPECT_EQ(op.completions, 1);
+    EXPECT_EQ(op.replan(8, 4), 0);  // 2 messages of 4
+    EXPECT_EQ(MPIDI_PART_st_get_state(&op.st), MPIDI_PART_ST_PLANNED);
+    EXPECT_EQ(op.st.nmsgs, 2);
+    op.sent.clear();
+    EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
+    for (int p : {0, 1, 2})
+        EXPECT_EQ(op.pready(p), MPIDI_PART_READY_PENDING);
+    EXPECT_EQ(op.pready(3), 0);
+    for (int p : {7, 6, 5})
+        EXPECT_EQ(op.pready(p), MPIDI_PART_READY_PENDING);
+    EXPECT_EQ(op.pready(4), 1);
+    EXPECT_EQ(op.sent, (std::vector<int>{0, 1}));
+    op.msg_done(1);
+    EXPECT_EQ(op.completions, 1);
+    op.msg_done(0);
+    EXPECT_EQ(op.completions, 2);  // two messages end the iteration now, not eight
+}
+
+TEST(PartState, StartBeforeTheNewPlanIsDeferredUntilItComes)
+{
+    // the receiver: MPI_Start of the re-planned iteration before the sender's layout came
+    Op op(false, 4);
+    op.plan(4, 1);
+    op.start();
+    for (int m = 0; m < 4; m++)
+        op.msg_done(m);
+    {
+        std::lock_guard<std::mutex> g(op.lock);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&op.st), 0);
+    }
+    EXPECT_EQ(op.start(), MPIDI_PART_START_DEFER);
+    EXPECT_FALSE(MPIDI_PART_st_is_running(&op.st));
+    EXPECT_EQ(op.replan(4, 4), 0);  // one message: the iteration begins with it
+    EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));
+    EXPECT_EQ(op.st.left, 1);
+    op.msg_done(0);
+    EXPECT_EQ(op.completions, 2);
+    EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);  // and stays planned
+}
+
+TEST(PartState, ReadiesBeforeTheNewPlanAreCountedByIt)
+{
+    Op op(true, 6);
+    op.plan(6, 1);
+    op.start();
+    for (int p = 0; p < 6; p++)
+        op.pready(p);
+    for (int m = 0; m < 6; m++)
+        op.msg_done(m);
+    {
+        std::lock_guard<std::mutex> g(op.lock);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&op.st), 0);
+    }
+    EXPECT_EQ(op.start(), MPIDI_PART_START_DEFER);
+    for (int p : {0, 1, 2, 4})
+        EXPECT_EQ(op.pready(p), 0);  // flags only
+    op.sent.clear();
+    EXPECT_EQ(op.replan(6, 3), 1);  // {0,1,2} complete, {3,4,5} not
+    EXPECT_EQ(op.sent, (std::vector<int>{0}));
+    EXPECT_EQ(op.pready(5), MPIDI_PART_READY_PENDING);
+    EXPECT_EQ(op.pready(3), 1);
+}
+
+TEST(PartState, UnplanOnlyBetweenIterationsOfAPlannedOperation)
+{
+    Op op(false, 4);
+    {
+        std::lock_guard<std::mutex> g(op.lock);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&op.st), -1);  // UNPLANNED
+    }
+    op.plan(4, 1);
+    op.start();
+    {
+        std::lock_guard<std::mutex> g(op.lock);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&op.st), -1);  // running
+    }
+    for (int m = 0; m < 4; m++)
+        op.msg_done(m);
+    {
+        std::lock_guard<std::mutex> g(op.lock);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&op.st), 0);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&op.st), -1);  // twice
+    }
+    Op empty(false, 0);
+    empty.plan(0, 0);
+    {
+        std::lock_guard<std::mutex> g(empty.lock);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&empty.st), -1);  // EMPTY
+        MPIDI_PART_st_fail(&empty.st);
+        EXPECT_EQ(MPIDI_PART_st_unplan(&empty.st), -1);  // FAILED
     }
 }

@@ -120,6 +120,15 @@ int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int
     return n;
 }
 
+int MPIDI_PART_st_unplan(MPIDI_PART_st_t * st)
+{
+    if (MPIDI_PART_st_get_state(st) != MPIDI_PART_ST_PLANNED || MPIDI_PART_st_is_running(st) ||
+        st->started_unplanned)
+        return -1;
+    __atomic_store_n(&st->state, MPIDI_PART_ST_UNPLANNED, __ATOMIC_RELEASE);
+    return 0;
+}
+
 int MPIDI_PART_st_fail(MPIDI_PART_st_t * st)
 {
     int was_started = st->started_unplanned ||

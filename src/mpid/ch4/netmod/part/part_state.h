@@ -13,6 +13,7 @@
  *                                          iteration completes at once with that error
  *   (init) ----------> EMPTY               no peer (MPI_PROC_NULL, MPIDI_PART_st_no_peer):
  *                                          nothing travels, iterations complete at once
+ *   PLANNED --unplan--> UNPLANNED         between iterations, to install another plan
  *   UNPLANNED --plan(0 msgs)--> EMPTY      a side has 0 partitions: nothing travels; a
  *                                          receiver's iterations complete at once, a
  *                                          sender's with its last readied partition (MPI:
@@ -114,6 +115,13 @@ void MPIDI_PART_st_no_peer(MPIDI_PART_st_t * st);
  * readied: the iteration is over when MPIDI_PART_st_is_running is false. */
 int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int32_t * cntr,
                        uint8_t * held, uint8_t * done, int always_armed, int32_t * complete_out);
+
+/* Lock held. PLANNED with no iteration running -> UNPLANNED, to replace the plan (the tag
+ * transport's re-plan after an observed iteration, part_match.c): MPIDI_PART_st_plan then
+ * installs the new one (arrays with room for its messages), and a start in between is
+ * deferred until it comes, as before the first plan. nmsgs keeps the old plan's count until
+ * then. Returns 0, or -1 in any other state. */
+int MPIDI_PART_st_unplan(MPIDI_PART_st_t * st);
 
 /* Lock held. UNPLANNED -> FAILED (or PLANNED -> FAILED). Returns 1 when an iteration was
  * under way (started before the plan): the caller completes it with the error. */
