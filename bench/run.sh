@@ -162,11 +162,18 @@ rdma_tcp="--ours-env=MPIR_CVAR_PART_TRANSPORT=ofi --ours-env=MPIR_CVAR_PART_OFI_
 # leaves them out of every ratio. On real InfiniBand: --ib (below).
 verbs_emu="--ours-env=LD_LIBRARY_PATH=$top/test/verbs-emu/build --ours-env=VERBSEMU_NS=bench$$ --ours-env=MPIR_CVAR_PART_TRANSPORT=verbs --ours-env=UCX_TLS=self,sm,tcp --variants part"
 verbs_hw="--ours-env=MPIR_CVAR_PART_TRANSPORT=verbs"
-# The PLogGP aggregator (issue 11: not the default yet; these rows decide whether it may be).
+# Aggregators. The default is ploggp (the model, re-planned once from an observed iteration
+# on the tag transport, split by the timer's deadline on RDMA): every row without an
+# aggregator option runs it. ploggp-* rows ask for it explicitly (the same thing since it
+# became the default); static-ploggp-* rows plan once at match for the assumed spread
+# (MPIR_CVAR_PART_AGGR_OBSERVE=0, seed 000's PLogGP); none-* rows never merge (the engine
+# before aggregation).
 # agg-<aggregator>-<N>: seed 000's overhead comparison (4 threads, N partitions in all, 1 ms
 # compute, one late thread with 1 % and 4 % noise) under no merging, a fixed
 # MPIR_CVAR_PART_AGGR_SIZE of 64 KiB and the PLogGP model, each against stock in its own launch
 ploggp="--ours-env=MPIR_CVAR_PART_AGGREGATOR=ploggp"
+static_ploggp="--ours-env=MPIR_CVAR_PART_AGGREGATOR=ploggp --ours-env=MPIR_CVAR_PART_AGGR_OBSERVE=0"
+none="--ours-env=MPIR_CVAR_PART_AGGREGATOR=none"
 # agg-rdma-<aggregator>-<N>: the same pattern on the RDMA transport over shm, where the timer
 # aggregator applies (seed 000's perceived-bandwidth comparison: 1 ms compute, one late
 # thread with 1 % and 4 % noise; wire_sent_per_iter counts writes there)
@@ -259,29 +266,33 @@ tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part
 ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $ploggp
 ploggp-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
 ploggp-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
-agg-none-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0
+none-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $none
+static-ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $static_ploggp
+none-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $none $tcp_env
+none-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $none $tcp_env
+agg-none-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 $none
 agg-fixed-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 65536
 agg-ploggp-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 $ploggp
-agg-none-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0
+agg-none-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 $none
 agg-fixed-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 65536
 agg-ploggp-32|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 $ploggp
-agg-none-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0
+agg-none-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 $none
 agg-fixed-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 65536
 agg-ploggp-128|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 $ploggp
-agg-rdma-none-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm
+agg-rdma-none-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $none
 agg-rdma-ploggp-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $ploggp
 agg-rdma-timer-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer
-agg-rdma-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm
+agg-rdma-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $none
 agg-rdma-ploggp-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $ploggp
 agg-rdma-timer-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer
 agg-rdma-timer100-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=100
 agg-rdma-timer100-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=100
 agg-rdma-timer500-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=500
 agg-rdma-timer500-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=500
-agg-rdma-burst-none-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm
+agg-rdma-burst-none-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $none
 agg-rdma-burst-ploggp-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $ploggp
 agg-rdma-burst-timer-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $timer
-agg-rdma-burst-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm
+agg-rdma-burst-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $none
 agg-rdma-burst-ploggp-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $ploggp
 agg-rdma-burst-timer-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $timer
 rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm

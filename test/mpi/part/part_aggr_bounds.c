@@ -452,6 +452,9 @@ int main(int argc, char *argv[])
     long maxcount = 0;
     int *buf;
 
+    /* this test checks the layouts of MPIR_CVAR_PART_AGGR_SIZE (0: one wire message per
+     * gcd-message, every iteration): the "size" aggregator, not the default's re-plan */
+    setenv("MPIR_CVAR_PART_AGGREGATOR", "size", 0);
     MTest_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -15,6 +15,7 @@
  */
 
 #include "mpi.h"
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "mpitest.h"
@@ -128,6 +129,9 @@ int main(int argc, char *argv[])
     const char *pv = NULL;
     MPI_Comm comm;
 
+    /* this test checks the layouts of MPIR_CVAR_PART_AGGR_SIZE (0: one wire message per
+     * gcd-message, every iteration): the "size" aggregator, not the default's re-plan */
+    setenv("MPIR_CVAR_PART_AGGREGATOR", "size", 0);
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 

@@ -158,6 +158,9 @@ int main(int argc, char *argv[])
     MPI_Comm comm;
     MPI_T_cvar_handle h;
 
+    /* this test checks the layouts of MPIR_CVAR_PART_AGGR_SIZE (0: one wire message per
+     * gcd-message, every iteration): the "size" aggregator, not the default's re-plan */
+    setenv("MPIR_CVAR_PART_AGGREGATOR", "size", 0);
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided);

@@ -22,18 +22,22 @@ cvars:
     - name        : MPIR_CVAR_PART_AGGREGATOR
       category    : CH4_PART
       type        : string
-      default     : "size"
+      default     : "ploggp"
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         How the receiver of a partitioned operation merges wire messages (read by
-        MPI_Precv_init): "size" (default) merges up to MPIR_CVAR_PART_AGGR_SIZE bytes (0: no
-        merging); "none" never merges; "ploggp" picks the number of wire messages that the
-        PLogGP model predicts fastest for the expected spread of MPI_Pready times
-        (MPIR_CVAR_PART_AGGR_SPREAD_US) and the LogGP parameters of
-        MPIR_CVAR_PART_LOGGP_FILE or the built-in tables; a positive
-        MPIR_CVAR_PART_AGGR_SIZE overrides the model; "timer" (RDMA transports) makes
+        MPI_Precv_init): "ploggp" (default) picks the number of wire messages that the
+        PLogGP model with the LogGP parameters of MPIR_CVAR_PART_LOGGP_FILE (or the
+        built-in tables) predicts fastest: on the tag transport for the MPI_Pready times
+        observed in iteration MPIR_CVAR_PART_AGGR_OBSERVE (no merging until then; 0: for the
+        spread MPIR_CVAR_PART_AGGR_SPREAD_US from the first iteration), never merging
+        partitions readied further apart than MPIR_CVAR_PART_AGGR_TIMEOUT_US; on the RDMA
+        transports as groups that the timer below splits; a positive
+        MPIR_CVAR_PART_AGGR_SIZE overrides the model. "size" merges up to
+        MPIR_CVAR_PART_AGGR_SIZE bytes (0: no merging); "none" never merges; "timer" (RDMA
+        transports) makes
         each wire message a group that goes as one write when its partitions are ready
         within MPIR_CVAR_PART_AGGR_TIMEOUT_US of its first, and as runs of the ready ones
         when that deadline passes (on the tag transport: "ploggp"). Other values:
@@ -53,6 +57,23 @@ cvars:
         sleeping). -1 (default): derived from the LogGP parameters (the cost of one extra
         write at the partition size); 0: every partition goes as it is readied. Read by
         MPI_Precv_init; below -1 or above 2000000: MPI_ERR_ARG.
+
+    - name        : MPIR_CVAR_PART_AGGR_OBSERVE
+      category    : CH4_PART
+      type        : int
+      default     : 2
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        The PLogGP aggregator on the tag transport: the iteration whose MPI_Pready times
+        decide the layout. Until it ends every gcd-message travels alone; at the next
+        MPI_Start the sender picks the layout the model predicts fastest for the times it
+        observed (never merging partitions readied further apart than
+        MPIR_CVAR_PART_AGGR_TIMEOUT_US or, by default, the cost of one extra message) and
+        tells the receiver, once. 0: no observation (and on the RDMA transports no timer):
+        the layout is planned at match for MPIR_CVAR_PART_AGGR_SPREAD_US. Read by
+        MPI_Precv_init; the receiver's value decides; negative values: MPI_ERR_ARG.
 
     - name        : MPIR_CVAR_PART_AGGR_SPREAD_US
       category    : CH4_PART
@@ -110,13 +131,18 @@ static void tables_load(void)
     if (path == NULL || path[0] == 0)
         return;
     snprintf(tables.path, sizeof(tables.path), "%s", path);
-    tables.err = table_load(path, "shm", &tables.shm, &tables.line);
+    MPIDI_PART_loggp_t shm, net;
+    tables.err = table_load(path, "shm", &shm, &tables.line);
     if (!tables.err)
-        tables.err = table_load(path, "net", &tables.net, &tables.line);
+        tables.err = table_load(path, "net", &net, &tables.line);
+    if (!tables.err) {  /* else the built-in tables stay (a sender's re-plan uses them) */
+        tables.shm = shm;
+        tables.net = net;
+    }
 }
 
 /* MPI_Precv_init: read and check the aggregator CVARs. */
-int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us)
+int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us, int *observe)
 {
     int mpi_errno = MPI_SUCCESS;
     const char *v = MPIR_CVAR_PART_AGGREGATOR;
@@ -141,6 +167,10 @@ int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us)
                          MPI_ERR_ARG, "**partcvar", "**partcvar %s %s",
                          "MPIR_CVAR_PART_AGGR_TIMEOUT_US", "a value outside -1..2000000");
     *timeout_us = MPIR_CVAR_PART_AGGR_TIMEOUT_US;
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_PART_AGGR_OBSERVE < 0, mpi_errno, MPI_ERR_ARG,
+                         "**partcvar", "**partcvar %s %s", "MPIR_CVAR_PART_AGGR_OBSERVE",
+                         "a negative value");
+    *observe = MPIR_CVAR_PART_AGGR_OBSERVE;
     if (*aggregator == MPIDI_PART_AGGR_PLOGGP || *aggregator == MPIDI_PART_AGGR_TIMER) {
         MPIDI_PART_LOCK();
         if (!tables.loaded)
@@ -217,6 +247,8 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
         return timer_limit(op, bytes, send_parts, n, max_msgs);
     if (op->aggregator == MPIDI_PART_AGGR_SIZE || op->aggr_size > 0)
         return op->aggr_size;
+    if (__atomic_load_n(&op->replan_iter, __ATOMIC_RELAXED) > 0)
+        return 0;       /* every gcd-message alone until the observed iteration ends */
     /* PLogGP: the merge factor k with the lowest predicted iteration time */
     MPIDI_PART_model_t model = {.delta = (double) op->spread_us,
         .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
@@ -228,4 +260,53 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
         return 0;
     int64_t per = bytes / n;
     return per > 0 ? per * k : 1;       /* zero-byte messages: any limit merges them all */
+}
+
+/* ---- re-planning from an observed iteration (the tag transport) ------------------------- */
+
+int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op, int64_t bytes)
+{
+    const MPIDI_PART_loggp_t *t = peer_on_node(op) ? &tables.shm : &tables.net;
+    double us = op->timeout_us >= 0 ? (double) op->timeout_us :
+        MPIDI_PART_timer_default_timeout(t, -1.0, bytes);
+    return (int32_t) (us * 1000.0 + 0.5);
+}
+
+void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
+{
+    const MPIDI_PART_plan_t *cur = &op->st.plan;
+    int32_t n = cur->gcd, k1 = cur->merge, nmsgs = cur->nmsgs;
+    double *ready = MPL_malloc(sizeof(double) * 2 * n, MPL_MEM_OTHER);
+
+    *plan = *cur;       /* unchanged unless the model says otherwise */
+    if (ready == NULL)
+        return;
+    double *sent = ready + n;
+    /* per gcd-message, from the messages of the observed plan (k1 gcd-messages each) */
+    for (int32_t j = 0; j < n; j++) {
+        int32_t m = j / k1;
+        ready[j] = (double) (op->obs[m] - op->obs[0]) / 1000.0;
+        sent[j] = (double) op->obs[nmsgs + m] / 1000.0;
+    }
+    MPIDI_PART_LOCK();  /* a sender loads the tables on first use */
+    if (!tables.loaded)
+        tables_load();
+    MPIDI_PART_UNLOCK();
+    /* a parameter file that does not parse failed the receiver's MPI_Precv_init; here the
+     * built-in tables stand in (tables_load keeps them where the file failed) */
+    const MPIDI_PART_loggp_t *t = peer_on_node(op) ? &tables.shm : &tables.net;
+    MPIDI_PART_problem_t pb = {.bytes = op->total_bytes,.send_parts = op->partitions,.ngcd = n };
+    /* the receiver watched partitions arrive while the iteration was under way: a later
+     * MPI_Pready may have waited for that, after a round trip shorter than any threshold
+     * (section 4c), so only partitions readied by one MPI_Pready_range/_list call (the same
+     * ready time: no gap at all, send times not taken out) may share a message */
+    int early = __atomic_load_n(&op->early, __ATOMIC_RELAXED);
+    double tau = early ? 0.0 : (double) op->replan_ns / 1000.0;
+    int32_t k = MPIDI_PART_ploggp_choose_observed(t, &pb, ready, early ? NULL : sent, tau, nmsgs,
+                                                  NULL, NULL);
+    MPL_free(ready);
+    if (k >= 1) {
+        plan->merge = k;
+        plan->nmsgs = (n + k - 1) / k;
+    }
 }

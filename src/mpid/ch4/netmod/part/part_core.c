@@ -183,6 +183,7 @@ static void op_free_memory(MPIDI_PART_op_t * op)
     MPL_free(op->held);
     MPL_free(op->done);
     MPL_free(op->rts_ext);
+    MPL_free(op->obs);
     op->magic = 0;
     MPL_free(op);
 }
@@ -409,11 +410,11 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op;
-    int aggr = MPIR_CVAR_PART_AGGR_SIZE, aggregator, spread_us, timeout_us;
+    int aggr = MPIR_CVAR_PART_AGGR_SIZE, aggregator, spread_us, timeout_us, observe;
 
     MPIR_ERR_CHKANDJUMP1(aggr < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
                          "**partaggrsize %d", aggr);
-    mpi_errno = MPIDI_PART_aggr_read(&aggregator, &spread_us, &timeout_us);
+    mpi_errno = MPIDI_PART_aggr_read(&aggregator, &spread_us, &timeout_us, &observe);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm, info,
                           MPIR_REQUEST_KIND__PART_RECV, request, &op);
@@ -422,6 +423,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     op->aggregator = aggregator;
     op->spread_us = spread_us;
     op->timeout_us = timeout_us;
+    op->observe = observe;
     if (source == MPI_PROC_NULL)
         goto fn_exit;
 
@@ -473,11 +475,38 @@ int MPIDI_PART_start(MPIR_Request * request)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
-    int action;
+    int action, send_layout = 0;
+    MPIDI_PART_plan_t plan = { 0 };     /* a sender's re-plan (0: keep the first plan) */
 
     MPIR_cc_set(request->cc_ptr, 1);
+    uint32_t replan_iter = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
+    if (unlikely(op->is_send && replan_iter)) {
+        /* the plan of a sender is installed when its first iteration ends: st.iter and
+         * st.nmsgs are stable before its next start (section 4c) */
+        uint32_t next = op->st.iter + 1;
+        if (next + 1 == replan_iter && op->obs == NULL) {
+            /* the observed iteration: its MPI_Pready calls note when messages complete */
+            op->obs = MPL_calloc(2 * (size_t) op->st.nmsgs, sizeof(int64_t), MPL_MEM_OTHER);
+        } else if (next == replan_iter) {
+            /* take in what the receiver said meanwhile (its EARLY notice) */
+            mpi_errno = MPID_Progress_test(NULL);
+            MPIR_ERR_CHECK(mpi_errno);
+            plan = op->st.plan;
+            if (op->obs)
+                MPIDI_PART_aggr_observed(op, &plan);
+            MPL_free(op->obs);
+            op->obs = NULL;
+        }
+    }
+    /* a re-planned receiver's iteration may begin in the hook (its LAYOUT) as soon as the
+     * lock is released: release the previous iteration's messages before */
+    int reset_early = unlikely(replan_iter) && op->st.iter + 1 == replan_iter && op->tp;
+    if (reset_early)
+        op->tp->iter_reset(op);
     MPIDI_PART_LOCK();
     unpoll(op); /* the hook no longer looks at the previous iteration's messages */
+    if (unlikely(op->replan_iter) && op->st.iter + 1 == op->replan_iter)
+        send_layout = MPIDI_PART_replan_locked(op, op->is_send ? &plan : NULL);
     action = MPIDI_PART_st_start(&op->st, 0);
     if (action == MPIDI_PART_START_RUN && op->is_send && op->tp->always_armed(op)) {
         int32_t none;   /* nothing is held at the start */
@@ -490,8 +519,12 @@ int MPIDI_PART_start(MPIR_Request * request)
 #endif
     MPIDI_PART_UNLOCK();
     /* the request is not active yet: nothing reads the previous iteration's messages */
-    if (op->tp)
+    if (op->tp && !reset_early)
         op->tp->iter_reset(op);
+    if (send_layout) {
+        mpi_errno = MPIDI_PART_send_layout(op);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
     if (action == MPIDI_PART_START_COMPLETE) {
         set_status(op);
@@ -531,11 +564,14 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
     int i = 0, last = 0;
+    int64_t t_in = 0;
 
     if (unlikely(!op->is_send || !MPIR_Part_request_is_active(request))) {
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_REQUEST, "**partnotactive", "**partnotactive %s",
                              "MPI_Pready");
     }
+    if (unlikely(op->obs != NULL))
+        t_in = MPIDI_PART_now_ns();     /* the observed iteration (section 4c) */
     if (unlikely(MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)) {
         /* before the plan (or nothing travels): flags only, under the lock; the plan's
          * installation counts them. Re-checked under the lock: the plan may have come.
@@ -580,6 +616,11 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
         if (m >= 0) {
             mpi_errno = msg_complete(op, m);
             MPIR_ERR_CHECK(mpi_errno);
+            if (unlikely(t_in)) {
+                /* when message m completed, and how long this call then spent sending */
+                op->obs[m] = t_in;
+                op->obs[op->st.nmsgs + m] = MPIDI_PART_now_ns() - t_in;
+            }
         } else if (unlikely(m == MPIDI_PART_READY_TWICE)) {
             mpi_errno = ready_twice_error(p);
             goto fn_fail;
@@ -612,6 +653,22 @@ static inline int timer_arrived(MPIDI_PART_op_t * op, int partition)
 #endif
 }
 
+/* Receiver, MPI_Parrived true before the re-plan: if the iteration is still under way, the
+ * program may make the sender's later MPI_Pready calls wait for this arrival, so a re-plan
+ * must not merge on timing alone (section 4c): tell the sender, once. */
+static int early_arrival(MPIDI_PART_op_t * op)
+{
+    if (!MPIDI_PART_st_is_running(&op->st) || op->st.iter >= op->replan_iter ||
+        __atomic_exchange_n(&op->early, 1, __ATOMIC_RELAXED))
+        return MPI_SUCCESS;
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_EARLY;
+    hdr.sop = op->sop;
+    hdr.timer_ns = -1;
+    return MPIDI_PART_send_hdr(op, &hdr);
+}
+
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -628,12 +685,16 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         if (MPIDI_PART_st_msg_is_done(&op->st, m) || op->tp->test_msg(op, m) ||
             timer_arrived(op, partition)) {
             *flag = 1;
+            if (unlikely(op->replan_iter))
+                mpi_errno = early_arrival(op);
             goto fn_exit;
         }
         /* bounded progress on what carries the partition (and the engine's handshake) */
         mpi_errno = op->tp->progress_msg(op, m);
         MPIR_ERR_CHECK(mpi_errno);
         *flag = op->tp->test_msg(op, m) || timer_arrived(op, partition);
+        if (unlikely(op->replan_iter) && *flag)
+            mpi_errno = early_arrival(op);
     } else if (state == MPIDI_PART_ST_UNPLANNED) {
         mpi_errno = MPID_Progress_test(NULL);
         MPIR_ERR_CHECK(mpi_errno);

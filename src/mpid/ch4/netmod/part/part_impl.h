@@ -11,6 +11,7 @@
 #include "part_plan.h"
 #include "part_state.h"
 #include "part_tagspace.h"
+#include <time.h>
 
 /* The engine's wire messages travel on a private context of each communicator: the
  * communicator's context id with the sub-communicator field set to 3, a value MPICH never
@@ -24,8 +25,12 @@ enum MPIDI_PART_msg_kind {
     MPIDI_PART_MSG_RTS = 1,     /* sender -> receiver at MPI_Psend_init */
     MPIDI_PART_MSG_PLAN,        /* receiver -> sender once matched: layout + transport data */
     MPIDI_PART_MSG_CTS,         /* receiver -> sender per iteration, when the transport needs it */
-    MPIDI_PART_MSG_FAIL         /* either way: an RDMA transport's connection to the peer broke
+    MPIDI_PART_MSG_FAIL,        /* either way: an RDMA transport's connection to the peer broke
                                  * (sop: the peer's operation slot; ext: the reason) */
+    MPIDI_PART_MSG_LAYOUT,      /* sender -> receiver once, at the start of the iteration after
+                                 * the observed one: the plan from then on (section 4c) */
+    MPIDI_PART_MSG_EARLY        /* receiver -> sender once, before the re-plan: MPI_Parrived
+                                 * reported a partition of an iteration still under way */
 };
 
 enum MPIDI_PART_plan_status {
@@ -76,11 +81,15 @@ typedef struct MPIDI_PART_hdr {
     int32_t nvcis;              /* RTS: VCIs the sender has */
     int32_t status;             /* PLAN: enum MPIDI_PART_plan_status */
     int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's */
-    uint32_t iter;              /* CTS: the receiver's iteration (1, 2, ...) */
+    uint32_t iter;              /* CTS: the receiver's iteration (1, 2, ...); PLAN: the
+                                 * iteration the sender observes before re-planning (0: none);
+                                 * LAYOUT: the first iteration of the new plan */
     int32_t choice;             /* RTS: the sender's enum MPIDI_PART_choice */
     int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
     MPIDI_PART_plan_t plan;     /* PLAN */
-    int32_t timer_ns;           /* PLAN, RDMA: the timer aggregator's deadline; -1: none */
+    int32_t timer_ns;           /* PLAN, RDMA: the timer aggregator's deadline; -1: none;
+                                 * PLAN with iter > 0: the re-plan's tau (ns, section 4c) */
+    uint64_t rop;               /* PLAN: the receiver's operation (echoed back in LAYOUT) */
     int32_t ext_len;            /* bytes of ext in use */
     /* RTS/PLAN/CTS: the transport's data, laid out by it as a struct (hence the alignment) */
     uint8_t ext[MPIDI_PART_EXT_MAX] __attribute__ ((aligned(8)));
@@ -107,6 +116,8 @@ typedef struct MPIDI_PART_tagop {
     int ncts;
     int nvcis;                  /* VCIs the messages use */
     uint8_t *msg_vci;           /* VCI of each message (with views) */
+    int32_t nwreq;              /* entries of wreq and msg_vci (the first plan's messages) */
+    int32_t vci_parts, vci_ppt; /* what the VCI mapping is computed from (part_vci.c) */
     MPIR_Comm **vcomm;          /* per VCI: a view of comm bound to it (part_vci.c); NULL
                                  * with one VCI in the process: messages use comm */
     struct MPIDI_PART_op *lnext;        /* receiver: in the list of lease holders */
@@ -149,6 +160,19 @@ typedef struct MPIDI_PART_op {
     int aggregator;             /* receiver: enum MPIDI_PART_aggregator at MPI_Precv_init */
     int spread_us;              /* receiver: MPIR_CVAR_PART_AGGR_SPREAD_US at MPI_Precv_init */
     int timeout_us;             /* receiver: MPIR_CVAR_PART_AGGR_TIMEOUT_US at MPI_Precv_init */
+    int observe;                /* receiver: MPIR_CVAR_PART_AGGR_OBSERVE at MPI_Precv_init */
+    uint32_t replan_iter;       /* both: the first iteration of the plan that replaces the
+                                 * first one after the one before it was observed (section
+                                 * 4c); 0: none (atomic: the sender reads it before the lock) */
+    int32_t replan_ns;          /* sender: the re-plan's tau from the PLAN (ns) */
+    int64_t *obs;               /* sender, during the observed iteration only: per message
+                                 * of the plan, when it completed and how long its MPI_Pready
+                                 * then spent sending it (ns; 2 x nmsgs); else NULL */
+    uint64_t rop;               /* sender: the receiver's operation (from the PLAN) */
+    int early;                  /* receiver: EARLY sent; sender: EARLY received (atomic) */
+    int layout_in;              /* the re-plan (lock): 0 not yet; receiver: 1 the sender's
+                                 * LAYOUT came ahead of our start, -1 it was invalid; 2 done */
+    MPIDI_PART_plan_t layout;   /* receiver: that LAYOUT's plan */
     int32_t timer_ns;           /* the timer aggregator's deadline (the PLAN's); -1: none */
     int spread;                 /* wire messages per iteration on a VCI other than 0 */
     int choice;                 /* enum MPIDI_PART_choice at init */
@@ -211,6 +235,10 @@ typedef struct MPIDI_PART_transport {
     void (*iter_reset) (MPIDI_PART_op_t * op);
     /* no lock: release everything of op (at free); never called on an active iteration */
     void (*free) (MPIDI_PART_op_t * op);
+    /* lock held, between iterations (op UNPLANNED, nothing in flight), no MPI call: make
+     * the state of op fit plan, which has at most as many messages as the first plan;
+     * NULL: the transport keeps its first plan (no observed re-planning, section 4c) */
+    int (*replan) (MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan);
 } MPIDI_PART_transport_t;
 
 extern const MPIDI_PART_transport_t MPIDI_PART_tag_transport;
@@ -281,6 +309,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_VERBS_MRS,
     MPIDI_PART_PV_VERBS_QPS,
     MPIDI_PART_PV_TIMER_RUNS,
+    MPIDI_PART_PV_REPLANS,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -310,6 +339,20 @@ void MPIDI_PART_poke_progress(void);
 int MPIDI_PART_am_handler(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t attr,
                           MPIR_Request ** req);
 int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr);
+/* Lock held, MPI_Start of iteration op->replan_iter, before MPIDI_PART_st_start: install
+ * the plan that replaces the first one. Sender: plan (MPIDI_PART_aggr_observed); returns 1
+ * when a LAYOUT must be sent (MPIDI_PART_send_layout, after the lock). Receiver (plan
+ * NULL): the sender's LAYOUT if it came, else the start is deferred until it comes. */
+int MPIDI_PART_replan_locked(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan);
+int MPIDI_PART_send_layout(MPIDI_PART_op_t * op);
+
+/* Monotonic clock in ns (the observed iteration's MPI_Pready times, the timer's deadlines). */
+static inline int64_t MPIDI_PART_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 int MPIDI_PART_match_posted(MPIDI_PART_op_t * op);
 int MPIDI_PART_progress(int *made_progress);
 int MPIDI_PART_handshake(void);
@@ -358,7 +401,12 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr);
 
 /* ---- part_aggr.c: the aggregators ------------------------------------------------------ */
 /* MPI_Precv_init, before anything is created: read and check the aggregator's CVARs */
-int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us);
+int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us, int *observe);
+/* Receiver, at match: the re-plan's tau in ns for gcd-messages of `bytes` bytes (the timer
+ * aggregator's deadline: MPIR_CVAR_PART_AGGR_TIMEOUT_US, or the cost of one extra message) */
+int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op, int64_t bytes);
+/* Sender, at the start after the observed iteration (no lock): the new plan from op->obs */
+void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan);
 int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,
                               int32_t n, int32_t max_msgs);
 
@@ -367,6 +415,7 @@ int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs, int peer_nvcis);
 int MPIDI_PART_vci_local(MPIR_Comm * comm);
 int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map_ppt);
 void MPIDI_PART_vci_release(MPIDI_PART_op_t * op);
+int MPIDI_PART_vci_remap(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan);       /* lock held */
 void MPIDI_PART_vci_finalize(void);
 int MPIDI_PART_vci_progress(uint64_t mask);
 

@@ -75,6 +75,9 @@ static const struct {
     [MPIDI_PART_PV_TIMER_RUNS] = {"part_timer_runs", 0,
         "Writes of the timer aggregator that carried part of a group (its deadline passed "
         "before all its partitions were ready): runs fired, and late partitions"},
+    [MPIDI_PART_PV_REPLANS] = {"part_replans", 0,
+        "Operations (either side) whose layout the PLogGP aggregator re-planned from the "
+        "MPI_Pready times of an observed iteration (tag transport)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

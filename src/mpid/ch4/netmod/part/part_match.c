@@ -217,19 +217,34 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     }
 
     /* the timer aggregator needs writes whose boundaries change per iteration: RDMA, and
-     * partitions that line up on both sides (part_aggr.c may still turn it off) */
-    if (op->aggregator == MPIDI_PART_AGGR_TIMER && op->peer_bytes == op->total_bytes &&
-        op->partitions > 0 && op->peer_partitions > 0 &&
-        choose_transport(op) != &MPIDI_PART_tag_transport)
-        op->timer_ns = 0;
+     * partitions that line up on both sides (part_aggr.c may still turn it off). ploggp (the
+     * default) adapts to the MPI_Pready times it sees: on RDMA through the timer's groups
+     * and deadline, on the tag transport by observing an iteration and re-planning once
+     * (section 4c) */
+    int lined_up = op->peer_bytes == op->total_bytes && op->partitions > 0 &&
+        op->peer_partitions > 0;
+    int observing = op->aggregator == MPIDI_PART_AGGR_PLOGGP && op->aggr_size == 0 &&
+        op->observe > 0 && lined_up;
+    if (op->aggregator == MPIDI_PART_AGGR_TIMER || observing) {
+        if (lined_up && choose_transport(op) != &MPIDI_PART_tag_transport)
+            op->timer_ns = 0;
+        else if (lined_up && op->aggr_size == 0 && op->observe > 0)
+            /* every gcd-message alone until then (part_aggr.c) */
+            __atomic_store_n(&op->replan_iter, (op->observe > 2 ? op->observe : 2) + 1,
+                             __ATOMIC_RELAXED);
+    }
     status = decide_plan(op, &hdr->plan);
     if (status != MPIDI_PART_STATUS_OK || hdr->plan.nmsgs == 0)
         op->timer_ns = -1;      /* nothing travels */
+    if (status != MPIDI_PART_STATUS_OK || hdr->plan.gcd < 2)
+        __atomic_store_n(&op->replan_iter, 0, __ATOMIC_RELAXED);        /* nothing to merge */
     if (status == MPIDI_PART_STATUS_OK && hdr->plan.nmsgs > 0) {
         tp = choose_transport(op);
         op->st.plan = hdr->plan;        /* the transport sizes its state from it */
         if (tp == &MPIDI_PART_tag_transport)
             op->timer_ns = -1;
+        else    /* RDMA without the timer: the first plan stays */
+            __atomic_store_n(&op->replan_iter, 0, __ATOMIC_RELAXED);
         int err = MPIDI_PART_op_alloc_msgs(op, hdr->plan.nmsgs);
         if (!err)
             err = tp->recv_plan(op, hdr);
@@ -245,9 +260,15 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
             /* only asked for, not forced: the tag transport carries it */
             tp = &MPIDI_PART_tag_transport;
             op->timer_ns = -1;
+            __atomic_store_n(&op->replan_iter, 0, __ATOMIC_RELAXED);       /* no observation */
             err = tp->recv_plan(op, hdr);
         }
         hdr->timer_ns = err ? -1 : op->timer_ns;
+        if (!err && op->replan_iter) {
+            hdr->iter = op->replan_iter - 1;    /* the iteration the sender observes */
+            hdr->timer_ns = MPIDI_PART_aggr_replan_tau_ns(op, op->peer_bytes / hdr->plan.gcd);
+            hdr->rop = (uint64_t) (uintptr_t) op;
+        }
         if (err) {
             op->error = err;
             status = MPIDI_PART_STATUS_ERROR;
@@ -300,7 +321,7 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
 {
     int mpi_errno = MPI_SUCCESS;
     int32_t *tosend = NULL;
-    int nsend = 0, complete = 0, status = hdr->status;
+    int nsend = 0, complete = 0, status = hdr->status, timer_first = 0;
     const MPIDI_PART_transport_t *tp = NULL;
 
     if (status == MPIDI_PART_STATUS_OK && hdr->plan.nmsgs > 0) {
@@ -358,20 +379,48 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
 #endif
     MPIDI_PART_LOCK();
     op->tp = tp;
+    if (tp && tp->replan && hdr->iter > 0 && hdr->timer_ns >= 0) {
+        /* observe iteration hdr->iter, then re-plan (section 4c) */
+        op->rop = hdr->rop;
+        op->replan_ns = hdr->timer_ns;
+        __atomic_store_n(&op->replan_iter, hdr->iter + 1, __ATOMIC_RELEASE);
+    }
     if (op->freed) {
         /* nothing to start; the op goes with the handshake reference */
     } else if (status == MPIDI_PART_STATUS_OK) {
         int was = op->st.started_unplanned;
         int armed = tp ? tp->always_armed(op) : 1;
+#ifdef MPIDI_CH4_PART_RDMA
+        /* an iteration started before the plan uses the timer too (the default aggregator's
+         * early-bird on RDMA): active before the plan is published, so that every
+         * MPI_Pready from then on goes through it; the partitions readied before count as
+         * readied now, when the credit is there (below, or when it comes) */
+        timer_first = was && op->timer_ns >= 0 && op->rdma && op->rdma->timer;
+        if (timer_first)
+            MPIDI_PART_rtimer_start(op, armed);
+#endif
         nsend = MPIDI_PART_st_plan(&op->st, &hdr->plan, op->cntr, op->held, op->done, armed,
                                    tosend);
         MPIR_Assert(nsend >= 0);
+        if (timer_first) {
+            /* the timer decides what goes, not the plan's whole messages */
+            nsend = 0;
+            memset(op->held, 0, hdr->plan.nmsgs);
+            op->st.nheld = 0;
+            timer_first = armed;        /* arm the timer now */
+        }
         if (tp == NULL) /* EMPTY: a send with partitions ends with its last MPI_Pready */
             complete = was && !MPIDI_PART_st_is_running(&op->st);
     } else {
         complete = MPIDI_PART_st_fail(&op->st);
     }
     MPIDI_PART_UNLOCK();
+#ifdef MPIDI_CH4_PART_RDMA
+    if (timer_first) {
+        mpi_errno = MPIDI_PART_rtimer_arm(op);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+#endif
 
     if (nsend > 0) {
         MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);
@@ -386,6 +435,109 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* ---- re-planning after an observed iteration (section 4c) ------------------------------- */
+
+/* Lock held: install plan in place of the current one (between iterations). */
+static int install(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
+{
+    int err = op->tp->replan(op, plan);
+    if (err)
+        return err;
+    MPIDI_PART_st_plan(&op->st, plan, op->cntr, op->held, op->done, 1, NULL);
+    op->layout_in = 2;
+    MPIDI_PART_PVAR_ADD(REPLANS, 1);
+    return MPI_SUCCESS;
+}
+
+/* A LAYOUT the receiver can install: the same gcd-messages, no more messages than the first
+ * plan (the transport's state has room for those only; tag_replan checks its own). */
+static int layout_valid(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * p)
+{
+    return p->gcd == op->st.plan.gcd && p->merge >= 1 && p->merge <= p->gcd &&
+        p->nmsgs == (p->gcd + p->merge - 1) / p->merge && p->nmsgs <= op->st.plan.nmsgs;
+}
+
+static void fail_layout(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * p)
+{
+    op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                     MPI_ERR_OTHER, "**partbadlayout",
+                                     "**partbadlayout %d %d %d", op->peer, p->gcd, p->merge);
+    MPIDI_PART_st_fail(&op->st);
+    op->layout_in = 2;
+}
+
+int MPIDI_PART_replan_locked(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
+{
+    if (op->layout_in == 2 || MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED ||
+        MPIDI_PART_st_unplan(&op->st))
+        return 0;
+    if (op->is_send) {
+        /* the model's plan, or the first one where there is none or the transport cannot
+         * take it */
+        op->layout = plan->gcd == op->st.plan.gcd ? *plan : op->st.plan;
+        if (install(op, &op->layout)) {
+            op->layout = op->st.plan;
+            install(op, &op->layout);   /* the first plan fits: its views exist */
+        }
+        return 1;
+    }
+    if (op->layout_in == 1 && install(op, &op->layout) == MPI_SUCCESS)
+        return 0;
+    if (op->layout_in != 0)     /* invalid, or the transport could not take it */
+        fail_layout(op, &op->layout);
+    /* else the start that follows is deferred until the sender's LAYOUT comes */
+    return 0;
+}
+
+int MPIDI_PART_send_layout(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_LAYOUT;
+    hdr.sop = (uint64_t) (uintptr_t) op;
+    hdr.rop = op->rop;
+    hdr.iter = op->replan_iter;
+    hdr.plan = op->layout;
+    hdr.timer_ns = -1;
+    return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+/* Receiver: the sender's LAYOUT (no lock held). Named by the receiver's op, checked against
+ * the live operations; one that was freed meanwhile (or a stale message) is dropped. */
+static int handle_layout(const MPIDI_PART_hdr_t * hdr)
+{
+    int mpi_errno = MPI_SUCCESS, began = 0, complete = 0;
+    MPIDI_PART_op_t *op;
+
+    MPIDI_PART_LOCK();
+    for (op = MPIDI_PART_global.all; op; op = op->all_next)
+        if ((uint64_t) (uintptr_t) op == hdr->rop && !op->is_send && op->sop == hdr->sop)
+            break;
+    if (op && !op->freed && op->replan_iter == hdr->iter && op->layout_in == 0 && op->tp &&
+        op->tp->replan) {
+        int valid = layout_valid(op, &hdr->plan);
+        op->layout = hdr->plan;
+        if (MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_UNPLANNED &&
+            op->st.started_unplanned && op->st.iter == op->replan_iter) {
+            /* our start waits for it: the iteration begins now */
+            if (valid && install(op, &op->layout) == MPI_SUCCESS) {
+                began = 1;
+            } else {
+                fail_layout(op, &op->layout);
+                complete = 1;
+            }
+        } else {
+            op->layout_in = valid ? 1 : -1;     /* our MPI_Start installs it */
+        }
+    }
+    MPIDI_PART_UNLOCK();
+    if (began)
+        mpi_errno = op->tp->recv_arm(op);
+    if (complete)
+        MPIDI_PART_complete_iteration(op);
+    return mpi_errno;
 }
 
 /* Receiver: an RTS arrived (takes e). */
@@ -477,6 +629,17 @@ int MPIDI_PART_handshake(void)
                 op = named_op(&e->hdr);
                 if (op && op->tp && op->tp->ctl)
                     err = op->tp->ctl(op, &e->hdr);
+                break;
+            case MPIDI_PART_MSG_LAYOUT:
+                err = handle_layout(&e->hdr);
+                break;
+            case MPIDI_PART_MSG_EARLY:
+                /* the live sender it names (it may have been freed since) */
+                MPIDI_PART_LOCK();
+                for (op = MPIDI_PART_global.all; op; op = op->all_next)
+                    if ((uint64_t) (uintptr_t) op == e->hdr.sop && op->is_send)
+                        __atomic_store_n(&op->early, 1, __ATOMIC_RELAXED);
+                MPIDI_PART_UNLOCK();
                 break;
 #ifdef MPIDI_CH4_PART_RDMA
             case MPIDI_PART_MSG_FAIL:

@@ -49,13 +49,6 @@ static struct {
     } out[256];                 /* writes a tick pass sends (the ticking thread's) */
 } rt = {.next_due = INT64_MAX };
 
-static inline int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static inline void due_min(int64_t due)
 {
     int64_t cur = __atomic_load_n(&rt.next_due, __ATOMIC_RELAXED);
@@ -275,7 +268,7 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p)
     MPID_Thread_mutex_lock(&t->lock, &err);
     if (t->armed) {     /* before the credit, MPIDI_PART_rtimer_arm counts p */
         int32_t nr = MPIDI_PART_tgroup_ready(&t->g[m], p - m * t->ppg,
-                                             now_ns() / 1000.0, runs);
+                                             MPIDI_PART_now_ns() / 1000.0, runs);
         if (nr > 0)
             n = runs_to_writes(op, t, m, runs, nr, w);
         else
@@ -300,7 +293,7 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
     /* the partitions readied before the credit: as if readied now, group by group */
     for (int32_t m = 0; m < t->ngroups; m++) {
         int n = 0;
-        double now = now_ns() / 1000.0;
+        double now = MPIDI_PART_now_ns() / 1000.0;
         MPID_Thread_mutex_lock(&t->lock, &err);
         for (int32_t i = 0; i < t->g[m].nparts; i++) {
             int32_t p = m * t->ppg + i;
@@ -353,7 +346,7 @@ int MPIDI_PART_rtimer_progress(void)
     int64_t due = __atomic_load_n(&rt.next_due, __ATOMIC_ACQUIRE);
     if (likely(due == INT64_MAX))
         return MPI_SUCCESS;
-    int64_t now = now_ns();
+    int64_t now = MPIDI_PART_now_ns();
     if (now < due || __atomic_exchange_n(&rt.ticking, 1, __ATOMIC_ACQUIRE))
         return MPI_SUCCESS;
 

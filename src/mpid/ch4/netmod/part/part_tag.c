@@ -349,6 +349,7 @@ static int tag_alloc(MPIDI_PART_op_t * op)
 {
     int n = op->st.plan.nmsgs;
     op->u.tag.wreq = MPL_calloc(n, sizeof(MPIR_Request *), MPL_MEM_OTHER);
+    op->u.tag.nwreq = op->u.tag.wreq ? n : 0;
     return op->u.tag.wreq ? MPI_SUCCESS :
         MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                              MPI_ERR_OTHER, "**nomem", 0);
@@ -466,7 +467,7 @@ static void tag_iter_reset(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
     if (t->wreq) {
-        for (int m = 0; m < op->st.nmsgs; m++) {
+        for (int m = 0; m < t->nwreq; m++) {    /* a re-plan may have fewer messages now */
             MPIR_Request *r = t->wreq[m];
             if (r) {
                 t->wreq[m] = NULL;
@@ -498,6 +499,19 @@ static void tag_free(MPIDI_PART_op_t * op)
     t->wreq = NULL;
 }
 
+/* Lock held, between iterations: the plan that replaces the first one (section 4c). The
+ * tag block stays (it has room for as many messages as the first plan), so do the VCI
+ * views; only the mapping of messages to VCIs changes. */
+static int tag_replan(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
+{
+    if (plan->nmsgs > op->u.tag.nwreq)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**partbadplan", "**partbadplan %d %d",
+                                    MPIDI_PART_TRANSPORT_TAG, plan->nmsgs);
+    op->u.tag.cursor = 0;
+    return MPIDI_PART_vci_remap(op, plan);
+}
+
 const MPIDI_PART_transport_t MPIDI_PART_tag_transport = {
     .name = "tag",
     .id = MPIDI_PART_TRANSPORT_TAG,
@@ -512,4 +526,5 @@ const MPIDI_PART_transport_t MPIDI_PART_tag_transport = {
     .progress_msg = tag_progress_msg,
     .iter_reset = tag_iter_reset,
     .free = tag_free,
+    .replan = tag_replan,
 };

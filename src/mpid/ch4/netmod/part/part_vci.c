@@ -114,6 +114,8 @@ int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map
     int n = op->st.plan.nmsgs;
 
     t->nvcis = 1;
+    t->vci_parts = map_parts;
+    t->vci_ppt = map_ppt;
     op->spread = 0;
     /* With several VCIs, even one used VCI is bound explicitly (VCI 0 when nvcis is 1):
      * the communicator's own VCI may be another one, which a waiter on the partitioned
@@ -142,6 +144,25 @@ int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map
   fn_fail:
     MPIDI_PART_vci_release(op);
     goto fn_exit;
+}
+
+/* Lock held (no MPI call): the mapping of a plan that replaces the first one (section 4c),
+ * with the same VCIs; msg_vci has room, as the new plan has no more messages. */
+int MPIDI_PART_vci_remap(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    op->spread = 0;
+    if (t->msg_vci == NULL)
+        return MPI_SUCCESS;     /* one VCI, the communicator's */
+    for (int m = 0; m < plan->nmsgs; m++) {
+        int v = MPIDI_PART_plan_vci(plan, t->vci_parts, m, t->nvcis, t->vci_ppt);
+        if (t->vcomm[v] == NULL && (t->vcomm[v] = view_create(op->comm, v)) == NULL)
+            return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                        MPI_ERR_OTHER, "**nomem", 0);
+        t->msg_vci[m] = v;
+        op->spread += (v != 0);
+    }
+    return MPI_SUCCESS;
 }
 
 void MPIDI_PART_vci_release(MPIDI_PART_op_t * op)
