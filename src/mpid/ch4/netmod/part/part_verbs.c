@@ -9,6 +9,40 @@
  * engine's handshake: the sender's RTS carries its queue pairs, the receiver brings its own
  * to RTS and answers in the PLAN, the sender connects and says hello (a 0-byte send), after
  * which the receiver may write credits. Completions are read from MPICH's progress.
+ *
+ * Locking. No process-wide lock is taken per write: MPI_Pready takes only the lock of the
+ * queue pair its message travels on.
+ *   lane lock   one per queue pair (vrb_lane_t, c->lane[q]): ibv_post_send on that queue
+ *               pair and its FIFO of writes that wait (no room in the send budget, the
+ *               connection not ready yet, or earlier writes still waiting there).
+ *   vrb.lock    slow paths only: opening and closing the device, inserting and looking up
+ *               connections, bringing queue pairs to RTR/RTS, every change of a connection's
+ *               state (INIT -> RTS -> READY, any -> BROKEN with its reason), memory
+ *               registrations, vrb.why.
+ *   draining    an atomic flag, not a lock: one thread at a time reads the completion queue,
+ *               and that thread alone touches the shared receive queue (rx_posted), the
+ *               async event queue and vrb.polls.
+ *   atomics     vrb.tx_out, the send budget: signaled send work requests posted over all
+ *               queue pairs and not yet reaped from the one completion queue. A post first
+ *               reserves one with a compare-and-swap that never goes past vrb.tx_budget (no
+ *               room: the write waits in its lane), progress gives them back as it reaps
+ *               the completions; with vrb.rx_depth receives at most, the completion queue
+ *               (tx_budget + rx_depth entries) cannot overrun. A connection's state is
+ *               read without a lock (acquire) and stored under vrb.lock (release; a broken
+ *               connection's reason is written before BROKEN is stored). vrb.conns is
+ *               published with a release store; a published connection's next pointer,
+ *               queue pairs and keys never change until MPI_Finalize, so progress walks the
+ *               list without a lock. A lane's npend and vrb.queued count waiting writes:
+ *               written under the lane's lock, read lock-free by progress to skip idle lanes.
+ *               An operation's held count (atomic) keeps it alive while a write of it
+               waits in a lane, is posted and not reaped, or is being failed.
+ * Lock order: vrb.lock, then a lane lock (only one lane lock at a time). The engine lock is
+ * never held when either is taken, and neither is held across a call that may take the
+ * engine lock (fail_conn_ops, MPIDI_PART_rdma_failed, MPIDI_PART_rdma_deliver, ...).
+ * Order: a lane's writes are posted in the order they were submitted (a new write never
+ * overtakes one that waits in its lane); writes on different queue pairs of a connection
+ * have no order on the wire (RC orders a queue pair only), and credits all travel on queue
+ * pair 0.
  */
 #include "part_rdma.h"
 
@@ -93,21 +127,39 @@ cvars:
 #define VRB_EXT_MAGIC 0x56524231u       /* "VRB1" */
 #define VRB_MAX_QPS 8
 #define VRB_CQ_BATCH 32
+#define VRB_NOMEM (-1)          /* a post failed for our own allocation (not an errno) */
 
 enum { VRB_DOWN = 0, VRB_UP = 1, VRB_FAILED = -1 };
 enum { CONN_INIT = 0, CONN_RTS, CONN_READY, CONN_BROKEN };
 enum { CTX_DATA = 0, CTX_CREDIT, CTX_HELLO };
+/* vrb_pend_t.m besides a data write (>= 0, part_rdma.h) */
+enum { VRB_W_CREDIT = -1, VRB_W_HELLO = -2 };
 
-/* A write the queue could not take yet, or that waits for the connection. */
+struct vrb_conn;
+
+/* A write: one being submitted, one that waits in its lane, or one that failed to post. */
 typedef struct vrb_pend {
     struct vrb_pend *next;
-    MPIDI_PART_op_t *op;
-    int32_t m;                  /* the write (part_rdma.h); -1: op's credit for iteration iter */
+    struct vrb_conn *conn;
+    MPIDI_PART_op_t *op;        /* NULL: the hello */
+    int32_t m;                  /* a data write, VRB_W_CREDIT (op's credit for iteration
+                                 * iter) or VRB_W_HELLO */
     uint32_t iter;
+    int rc;                     /* failed: the post's error; 0: the connection broke */
 } vrb_pend_t;
 
+/* The send side of one queue pair. The padding keeps the lanes of a connection, which
+ * different threads post on, off each other's cache line. */
+typedef struct vrb_lane {
+    MPID_Thread_mutex_t lock;   /* ibv_post_send on this queue pair, head/tail */
+    vrb_pend_t *head, *tail;    /* writes waiting for this queue pair, in order */
+    int npend;                  /* how many (stored under lock, read lock-free) */
+    char pad[64];
+} vrb_lane_t;
+
 /* The queue pairs to one peer in one direction. A sender's connection writes data and
- * takes credits; a receiver's takes data and writes credits. */
+ * takes credits; a receiver's takes data and writes credits. Everything but the lanes and
+ * the state is set before the connection is published (conn_publish) or under vrb.lock. */
 typedef struct vrb_conn {
     struct vrb_conn *next;
     int sender;
@@ -117,11 +169,11 @@ typedef struct vrb_conn {
     uint8_t peer_gid[16];
     int nqp;
     struct ibv_qp *qp[VRB_MAX_QPS];
-    uint32_t peer_qpn[VRB_MAX_QPS];     /* connected to (RTS, READY) */
+    uint32_t peer_qpn[VRB_MAX_QPS];     /* connected to (RTS, READY; vrb.lock) */
     uint32_t psn;
-    int state;
-    char why[128];              /* CONN_BROKEN: the reason */
-    vrb_pend_t *pend_head, *pend_tail;
+    int state;                  /* CONN_*: conn_state() / conn_set() */
+    char why[128];              /* CONN_BROKEN: the reason (written once, before the state) */
+    vrb_lane_t lane[VRB_MAX_QPS];
 } vrb_conn_t;
 
 /* A signaled work request's context (wr_id). Data contexts live in the operation; credit
@@ -140,7 +192,10 @@ typedef struct MPIDI_PART_verbsop {
     uint64_t raddr;             /* sender: the receive buffer; receiver: the sender's mailbox */
     uint32_t rkey;
     vrb_ctx_t *ctx;             /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
-    int inflight;               /* sender: data writes posted, not completed (verbs lock) */
+    int held;                   /* writes that still name the operation (atomic): its data
+                                 * writes submitted and not yet reaped or failed, and a
+                                 * credit until it is posted or failed; verbs_release takes
+                                 * what still waits out of the lanes, then waits for 0 */
 } MPIDI_PART_verbsop_t;
 
 #define VOP(op_) ((MPIDI_PART_verbsop_t *) (op_)->rdma)
@@ -174,11 +229,10 @@ typedef struct {
 } vrb_plan_ext_t;
 
 static struct {
-    int state;
-    char why[MPI_MAX_ERROR_STRING];     /* VRB_FAILED: the reason */
+    int state;                  /* VRB_*: stored under lock, read lock-free (device_up) */
+    char why[MPI_MAX_ERROR_STRING];     /* the last slow path's failure (lock) */
     char dev[64];
-    MPID_Thread_mutex_t lock;   /* every verbs object below (never taken inside the engine
-                                 * lock) */
+    MPID_Thread_mutex_t lock;   /* the slow paths (see "Locking" above) */
     MPL_atomic_int_t draining;  /* one thread reads the completion queue at a time */
     struct ibv_context *ctx;
     struct ibv_pd *pd;
@@ -191,16 +245,80 @@ static struct {
     union ibv_gid gid;
     uint32_t max_msg;
     int nqp;
-    int tx_budget, tx_out;      /* signaled writes posted, over all queue pairs */
-    int rx_depth, rx_posted;
+    int tx_budget;              /* fixed once the device is up */
+    int tx_out;                 /* the budget in use (atomic: budget_take/budget_give) */
+    int queued;                 /* writes waiting in any lane (atomic) */
+    int rx_depth, rx_posted;    /* rx_posted: the draining thread's */
     uint64_t mbox[2];           /* credits land in mbox[0], are written from mbox[1] */
     struct ibv_mr *mbox_mr;
-    vrb_conn_t *conns;
+    vrb_conn_t *conns;          /* conn_publish / conn_first */
     unsigned polls;             /* progress calls (async events are read every 64th) */
 } vrb;
 
 #define VRB_LOCK()   do { int err_; MPID_Thread_mutex_lock(&vrb.lock, &err_); } while (0)
 #define VRB_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&vrb.lock, &err_); } while (0)
+#define LANE_LOCK(l_)   do { int err_; MPID_Thread_mutex_lock(&(l_)->lock, &err_); } while (0)
+#define LANE_UNLOCK(l_) do { int err_; MPID_Thread_mutex_unlock(&(l_)->lock, &err_); } while (0)
+
+/* ---- the send budget, connection state --------------------------------------------------- */
+
+/* Reserve one send work request (and so one completion-queue entry); 0: none is left. */
+static inline int budget_take(void)
+{
+    int out = __atomic_load_n(&vrb.tx_out, __ATOMIC_RELAXED);
+    while (out < vrb.tx_budget)
+        if (__atomic_compare_exchange_n(&vrb.tx_out, &out, out + 1, 1, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return 1;
+    return 0;
+}
+
+/* n reserved work requests are no longer needed: posts that failed, or reaped completions */
+static inline void budget_give(int n)
+{
+    __atomic_sub_fetch(&vrb.tx_out, n, __ATOMIC_RELEASE);
+}
+
+static inline int conn_state(const vrb_conn_t * c)
+{
+    return __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+}
+
+/* vrb.lock held */
+static inline void conn_set(vrb_conn_t * c, int state)
+{
+    __atomic_store_n(&c->state, state, __ATOMIC_RELEASE);
+}
+
+/* vrb.lock held: break c; 1 when it was not broken before (then why is its reason). */
+static int conn_broken(vrb_conn_t * c, const char *why)
+{
+    if (conn_state(c) == CONN_BROKEN)
+        return 0;
+    snprintf(c->why, sizeof(c->why), "%s", why);
+    conn_set(c, CONN_BROKEN);
+    return 1;
+}
+
+/* No lock held: conn_broken under vrb.lock. */
+static int conn_break(vrb_conn_t * c, const char *why)
+{
+    VRB_LOCK();
+    int first = conn_broken(c, why);
+    VRB_UNLOCK();
+    return first;
+}
+
+/* The first published connection (lock-free); c->next is fixed once c is published. */
+static inline vrb_conn_t *conn_first(void)
+{
+    return __atomic_load_n(&vrb.conns, __ATOMIC_ACQUIRE);
+}
+
+static const char *vrb_strerror(int rc)
+{
+    return rc == VRB_NOMEM ? "out of memory" : strerror(rc);
+}
 
 /* ---- device ------------------------------------------------------------------------------ */
 
@@ -215,19 +333,24 @@ void MPIDI_PART_verbs_init(void)
 
 static void conn_destroy(vrb_conn_t * c)
 {
+    int err;
     for (int q = 0; q < c->nqp; q++)
         if (c->qp[q]) {
             ibv_destroy_qp(c->qp[q]);
             MPIDI_PART_PVAR_SUB(VERBS_QPS, 1);
         }
-    for (vrb_pend_t * p = c->pend_head; p;) {
-        vrb_pend_t *next = p->next;
-        MPL_free(p);
-        p = next;
+    for (int q = 0; q < VRB_MAX_QPS; q++) {
+        for (vrb_pend_t * p = c->lane[q].head; p;) {
+            vrb_pend_t *next = p->next;
+            MPL_free(p);
+            p = next;
+        }
+        MPID_Thread_mutex_destroy(&c->lane[q].lock, &err);
     }
     MPL_free(c);
 }
 
+/* Lock held, and no other thread in the transport (MPI_Finalize, or a failed open). */
 static void device_close(void)
 {
     while (vrb.conns) {
@@ -260,9 +383,11 @@ static void device_close(void)
     vrb.cq = NULL;
     vrb.pd = NULL;
     vrb.ctx = NULL;
+    vrb.tx_out = 0;
+    vrb.queued = 0;
 }
 
-/* Keep the shared receive queue full (verbs lock held). */
+/* Keep the shared receive queue full (device_open under the lock, or the draining thread). */
 static int srq_fill(void)
 {
     while (vrb.rx_posted < vrb.rx_depth) {
@@ -338,7 +463,7 @@ static void device_open(void)
 {
     struct ibv_port_attr pa;
 
-    vrb.state = VRB_FAILED;
+    __atomic_store_n(&vrb.state, VRB_FAILED, __ATOMIC_RELAXED);
     if (device_pick(&pa))
         goto fail;
     vrb.lid = pa.lid;
@@ -381,7 +506,7 @@ static void device_open(void)
 
   fail:
     device_close();
-    vrb.state = VRB_FAILED;
+    __atomic_store_n(&vrb.state, VRB_FAILED, __ATOMIC_RELEASE);
     if (MPIR_CVAR_DEBUG_SUMMARY)
         fprintf(stderr, "[%d] partitioned engine: RDMA transport over verbs unavailable (%s): "
                 "operations that require it fail, the others use the tag transport\n",
@@ -420,13 +545,19 @@ void MPIDI_PART_verbs_finalize(void)
 
 /* ---- connections -------------------------------------------------------------------------- */
 
-/* A new connection's queue pairs, in INIT (verbs lock held); NULL with vrb.why set. */
+/* A new connection's queue pairs, in INIT, not yet published (vrb.lock held); NULL with
+ * vrb.why set. */
 static vrb_conn_t *conn_create(int sender)
 {
+    int err;
     vrb_conn_t *c = MPL_calloc(1, sizeof(*c), MPL_MEM_OTHER);
     if (c == NULL) {
         snprintf(vrb.why, sizeof(vrb.why), "out of memory");
         return NULL;
+    }
+    for (int q = 0; q < VRB_MAX_QPS; q++) {
+        MPID_Thread_mutex_create(&c->lane[q].lock, &err);
+        MPIR_Assert(err == 0);
     }
     c->sender = sender;
     c->nqp = vrb.nqp;
@@ -455,12 +586,17 @@ static vrb_conn_t *conn_create(int sender)
             goto fail;
         }
     }
-    c->next = vrb.conns;
-    vrb.conns = c;
     return c;
   fail:
     conn_destroy(c);
     return NULL;
+}
+
+/* vrb.lock held: c (keys set) joins the list; progress may walk to it from now on. */
+static void conn_publish(vrb_conn_t * c)
+{
+    c->next = vrb.conns;
+    __atomic_store_n(&vrb.conns, c, __ATOMIC_RELEASE);
 }
 
 /* Bring c's queue pairs to RTR and RTS against the peer's (verbs lock held); 0 or an errno
@@ -505,28 +641,22 @@ static int conn_connect(vrb_conn_t * c, const vrb_side_t * peer)
         }
         c->peer_qpn[q] = peer->qpn[q];
     }
-    c->state = CONN_RTS;
+    conn_set(c, CONN_RTS);
     return 0;
 }
 
-/* The connection a receive queue pair number belongs to (verbs lock held). */
+/* The connection a queue pair number belongs to (no lock: the list and the queue pairs of
+ * published connections do not change). */
 static vrb_conn_t *conn_of_qpn(uint32_t qpn)
 {
-    for (vrb_conn_t * c = vrb.conns; c; c = c->next)
+    for (vrb_conn_t * c = conn_first(); c; c = c->next)
         for (int q = 0; q < c->nqp; q++)
             if (c->qp[q] && c->qp[q]->qp_num == qpn)
                 return c;
     return NULL;
 }
 
-static void conn_broken(vrb_conn_t * c, const char *why)
-{
-    if (c->state != CONN_BROKEN)
-        snprintf(c->why, sizeof(c->why), "%s", why);
-    c->state = CONN_BROKEN;
-}
-
-/* Our side of c for the handshake. */
+/* Our side of c for the handshake (no lock: what it reads is fixed at creation). */
 static void describe(const vrb_conn_t * c, vrb_side_t * side)
 {
     memset(side, 0, sizeof(*side));
@@ -543,6 +673,7 @@ static void describe(const vrb_conn_t * c, vrb_side_t * side)
 
 static void verbs_release(MPIDI_PART_op_t * op);
 static void verbs_peer_failed(MPIDI_PART_op_t * op, const char *why);
+static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell);
 
 static int vop_create(MPIDI_PART_op_t * op)
 {
@@ -559,12 +690,23 @@ static int vop_create(MPIDI_PART_op_t * op)
     return 1;
 }
 
+static int lane_drop_op(vrb_conn_t * c, int q, MPIDI_PART_op_t * op);
+
 static void verbs_release(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_verbsop_t *v = VOP(op);
+    /* writes of op that still wait in a lane will not be needed: its iteration is over
+     * (they failed with it, or a credit waits for a hello that will not come) */
+    if (v->conn)
+        for (int q = 0; q < v->conn->nqp; q++) {
+            int n = lane_drop_op(v->conn, q, op);
+            if (n)
+                __atomic_sub_fetch(&v->held, n, __ATOMIC_RELEASE);
+        }
     /* a broken connection completes iterations before their writes do: the flushed
-     * completions, which name v->ctx, come first (a queue pair in error flushes at once) */
-    while (__atomic_load_n(&v->inflight, __ATOMIC_ACQUIRE) > 0)
+     * completions, which name v->ctx, come first (a queue pair in error flushes at once),
+     * and so do the failed writes another thread is still failing */
+    while (__atomic_load_n(&v->held, __ATOMIC_ACQUIRE) > 0)
         MPIDI_PART_verbs_progress();
     MPIDI_PART_rdma_detach(op);
     if (v->mr) {
@@ -579,6 +721,8 @@ static void verbs_release(MPIDI_PART_op_t * op)
 
 int MPIDI_PART_verbs_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
 {
+    char why[sizeof(vrb.why)];
+
     if (!device_up())
         return MPIDI_PART_verbs_require();
     if (!MPIDI_PART_rdma_eligible(op) || (uint64_t) op->total_bytes > vrb.max_msg ||
@@ -589,16 +733,19 @@ int MPIDI_PART_verbs_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
 
     VRB_LOCK();
     for (c = vrb.conns; c; c = c->next)
-        if (c->sender && c->peer == peer && c->state != CONN_BROKEN)
+        if (c->sender && c->peer == peer && conn_state(c) != CONN_BROKEN)
             break;
-    if (c == NULL && (c = conn_create(1)) != NULL)
+    if (c == NULL && (c = conn_create(1)) != NULL) {
         c->peer = peer;
+        conn_publish(c);
+    }
+    if (c == NULL)
+        snprintf(why, sizeof(why), "%s", vrb.why);
     VRB_UNLOCK();
     if (c == NULL) {
         MPIDI_PART_rdma_release(op);
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                    MPI_ERR_OTHER, "**partverbsop", "**partverbsop %s",
-                                    vrb.why);
+                                    MPI_ERR_OTHER, "**partverbsop", "**partverbsop %s", why);
     }
     VOP(op)->conn = c;
 
@@ -633,148 +780,262 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
     return MPIDI_PART_rdma_error(op, err);
 }
 
-/* Post one write (verbs lock held): 0, or an errno (ENOMEM: the queue is full). */
-static int post(vrb_pend_t * p)
+/* Post p on queue pair q of c (the lane's lock held, one unit of the budget reserved): 0, an
+ * errno of ibv_post_send (ENOMEM: the queue pair is full) or VRB_NOMEM. */
+static int post(vrb_conn_t * c, int q, const vrb_pend_t * p)
 {
-    MPIDI_PART_op_t *op = p->op;
-    MPIDI_PART_verbsop_t *v = VOP(op);
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad;
     uint32_t imm;
-    int q = MPIDI_PART_rdma_write_lane(op, p->m);
+    vrb_ctx_t *x = NULL;
 
     memset(&wr, 0, sizeof(wr));
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr.send_flags = IBV_SEND_SIGNALED;
-    if (p->m >= 0) {
-        MPI_Aint off, len;
-        MPIDI_PART_rdma_wire(op, p->m, &off, &len, &imm);
-        v->ctx[p->m].kind = CTX_DATA;
-        v->ctx[p->m].op = op;
-        v->ctx[p->m].m = p->m;
-        v->ctx[p->m].conn = v->conn;
-        sge.addr = (uint64_t) (uintptr_t) (op->buf + off);
-        sge.length = (uint32_t) len;
-        sge.lkey = v->mr->lkey;
-        wr.wr_id = (uint64_t) (uintptr_t) & v->ctx[p->m];
-        wr.wr.rdma.remote_addr = v->raddr + (uint64_t) off;
-    } else {
-        /* a credit's context lives until its completion (the operation may be freed) */
-        vrb_ctx_t *x = MPL_calloc(1, sizeof(*x), MPL_MEM_OTHER);
+    if (p->m == VRB_W_HELLO) {
+        /* the sender's queue pairs are connected: a 0-byte send on queue pair 0 */
+        x = MPL_calloc(1, sizeof(*x), MPL_MEM_OTHER);
         if (x == NULL)
-            return ENOMEM + 1000;       /* not "queue full" */
-        x->kind = CTX_CREDIT;
-        x->conn = v->conn;
-        MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, v->r.peer_slot,
-                              p->iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
-        sge.addr = (uint64_t) (uintptr_t) & vrb.mbox[1];
-        sge.length = sizeof(uint64_t);
-        sge.lkey = vrb.mbox_mr->lkey;
+            return VRB_NOMEM;
+        x->kind = CTX_HELLO;
+        x->conn = c;
         wr.wr_id = (uint64_t) (uintptr_t) x;
-        wr.wr.rdma.remote_addr = v->raddr;
+        wr.opcode = IBV_WR_SEND_WITH_IMM;
+        wr.num_sge = 0;
+        wr.imm_data = 0;
+    } else {
+        MPIDI_PART_op_t *op = p->op;
+        MPIDI_PART_verbsop_t *v = VOP(op);
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        if (p->m >= 0) {
+            MPI_Aint off, len;
+            MPIDI_PART_rdma_wire(op, p->m, &off, &len, &imm);
+            v->ctx[p->m].kind = CTX_DATA;
+            v->ctx[p->m].op = op;
+            v->ctx[p->m].m = p->m;
+            v->ctx[p->m].conn = c;
+            sge.addr = (uint64_t) (uintptr_t) (op->buf + off);
+            sge.length = (uint32_t) len;
+            sge.lkey = v->mr->lkey;
+            wr.wr_id = (uint64_t) (uintptr_t) & v->ctx[p->m];
+            wr.wr.rdma.remote_addr = v->raddr + (uint64_t) off;
+        } else {
+            /* a credit's context lives until its completion (the operation may be freed) */
+            x = MPL_calloc(1, sizeof(*x), MPL_MEM_OTHER);
+            if (x == NULL)
+                return VRB_NOMEM;
+            x->kind = CTX_CREDIT;
+            x->conn = c;
+            MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, v->r.peer_slot,
+                                  p->iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
+            sge.addr = (uint64_t) (uintptr_t) & vrb.mbox[1];
+            sge.length = sizeof(uint64_t);
+            sge.lkey = vrb.mbox_mr->lkey;
+            wr.wr_id = (uint64_t) (uintptr_t) x;
+            wr.wr.rdma.remote_addr = v->raddr;
+        }
+        wr.imm_data = htonl(imm);
+        wr.wr.rdma.rkey = v->rkey;
     }
-    wr.imm_data = htonl(imm);
-    wr.wr.rdma.rkey = v->rkey;
-    int rc = ibv_post_send(v->conn->qp[q], &wr, &bad);
-    if (rc && p->m < 0)
-        MPL_free((void *) (uintptr_t) wr.wr_id);
-    if (rc == 0) {
-        vrb.tx_out++;
-        if (p->m >= 0)
-            __atomic_add_fetch(&v->inflight, 1, __ATOMIC_RELAXED);
-    }
+    int rc = ibv_post_send(c->qp[q], &wr, &bad);
+    if (rc)
+        MPL_free(x);
     return rc;
 }
 
-/* Whether c can take a write now (verbs lock held): connected both ways, room left. */
-static int can_post(const vrb_conn_t * c)
+/* Lane lock held: append e / take the first waiting write off. */
+static void lane_push(vrb_lane_t * l, vrb_pend_t * e)
 {
-    return c->state == CONN_READY && c->pend_head == NULL && vrb.tx_out < vrb.tx_budget;
+    e->next = NULL;
+    if (l->tail)
+        l->tail->next = e;
+    else
+        l->head = e;
+    l->tail = e;
+    __atomic_store_n(&l->npend, l->npend + 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&vrb.queued, 1, __ATOMIC_RELAXED);
 }
 
-/* Post c's writes that waited (verbs lock held); the failed ones go to failed[]. */
-static int flush_pending(vrb_conn_t * c, vrb_pend_t ** failed)
+static vrb_pend_t *lane_pop(vrb_lane_t * l)
 {
-    int nfail = 0;
-    while (c->pend_head && c->state == CONN_READY && vrb.tx_out < vrb.tx_budget) {
-        vrb_pend_t *p = c->pend_head;
-        int rc = post(p);
-        if (rc == ENOMEM)
-            break;
-        c->pend_head = p->next;
-        if (c->pend_head == NULL)
-            c->pend_tail = NULL;
-        if (rc == 0) {
-            MPL_free(p);
-        } else {
-            op_error(p->op, "ibv_post_send", strerror(rc > 1000 ? rc - 1000 : rc));
-            p->next = *failed;
-            *failed = p;
-            nfail++;
+    vrb_pend_t *e = l->head;
+    l->head = e->next;
+    if (l->head == NULL)
+        l->tail = NULL;
+    __atomic_store_n(&l->npend, l->npend - 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&vrb.queued, 1, __ATOMIC_RELAXED);
+    return e;
+}
+
+/* Take op's writes out of lane q of c (takes the lane's lock); returns how many. */
+static int lane_drop_op(vrb_conn_t * c, int q, MPIDI_PART_op_t * op)
+{
+    vrb_lane_t *l = &c->lane[q];
+    vrb_pend_t *prev = NULL, *drop = NULL;
+    int n = 0;
+
+    LANE_LOCK(l);
+    for (vrb_pend_t * p = l->head, *next; p; p = next) {
+        next = p->next;
+        if (p->op != op) {
+            prev = p;
+            continue;
+        }
+        if (prev)
+            prev->next = next;
+        else
+            l->head = next;
+        if (l->tail == p)
+            l->tail = prev;
+        p->next = drop;
+        drop = p;
+        n++;
+    }
+    if (n) {
+        __atomic_store_n(&l->npend, l->npend - n, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&vrb.queued, n, __ATOMIC_RELAXED);
+    }
+    LANE_UNLOCK(l);
+    while (drop) {
+        vrb_pend_t *next = drop->next;
+        MPL_free(drop);
+        drop = next;
+    }
+    return n;
+}
+
+/* Post p on lane q of c at once, or queue a copy to wait there in order: when c is not
+ * ready yet, the budget is spent, the queue pair is full or earlier writes wait (takes the
+ * lane's lock; no other lock held but possibly vrb.lock). Returns 0 (*posted says which),
+ * EPIPE when c is broken (why: its reason), or the post's error. */
+static int lane_submit(vrb_conn_t * c, int q, const vrb_pend_t * p, int *posted, char *why,
+                       size_t whylen)
+{
+    vrb_lane_t *l = &c->lane[q];
+    int rc = EAGAIN;            /* not tried: wait */
+
+    *posted = 0;
+    LANE_LOCK(l);
+    int state = conn_state(c);
+    if (state == CONN_BROKEN) {
+        snprintf(why, whylen, "%s", c->why);
+        rc = EPIPE;
+    } else if (state == CONN_READY && l->head == NULL && budget_take()) {
+        rc = post(c, q, p);
+        if (rc)
+            budget_give(1);
+        else
+            *posted = 1;
+    }
+    if (rc == EAGAIN || rc == ENOMEM) {
+        vrb_pend_t *e = MPL_malloc(sizeof(*e), MPL_MEM_OTHER);
+        rc = VRB_NOMEM;
+        if (e) {
+            *e = *p;
+            lane_push(l, e);
+            if (p->op)
+                MPIDI_PART_PVAR_ADD(VERBS_DEFERRED, 1);
+            rc = 0;
         }
     }
-    if (c->state == CONN_BROKEN)        /* nothing more will go */
-        while (c->pend_head) {
-            vrb_pend_t *p = c->pend_head;
-            c->pend_head = p->next;
-            op_error(p->op, "a write", c->why);
-            p->next = *failed;
-            *failed = p;
-            nfail++;
-        }
-    if (c->pend_head == NULL)
-        c->pend_tail = NULL;
-    return nfail;
+    LANE_UNLOCK(l);
+    return rc;
 }
 
+/* Post what waits in lane q of c, in order, while c is ready and the budget lasts; when c
+ * is broken nothing more will go: everything waiting fails. The writes that failed go to
+ * *failed (takes the lane's lock). */
+static void lane_flush(vrb_conn_t * c, int q, vrb_pend_t ** failed)
+{
+    vrb_lane_t *l = &c->lane[q];
+
+    LANE_LOCK(l);
+    int state = conn_state(c);
+    while (l->head && state == CONN_READY && budget_take()) {
+        int rc = post(c, q, l->head);
+        if (rc == ENOMEM) {
+            budget_give(1);
+            break;
+        }
+        vrb_pend_t *p = lane_pop(l);
+        if (rc == 0) {
+            if (p->op && p->m < 0)      /* a posted credit no longer names its operation */
+                __atomic_sub_fetch(&VOP(p->op)->held, 1, __ATOMIC_RELEASE);
+            MPL_free(p);
+        } else {
+            budget_give(1);
+            p->rc = rc;
+            p->next = *failed;
+            *failed = p;
+        }
+    }
+    if (state == CONN_BROKEN)
+        while (l->head) {
+            vrb_pend_t *p = lane_pop(l);
+            p->rc = 0;
+            p->next = *failed;
+            *failed = p;
+        }
+    LANE_UNLOCK(l);
+}
+
+/* Every lane of c (no lock held but possibly vrb.lock). */
+static void conn_flush(vrb_conn_t * c, vrb_pend_t ** failed)
+{
+    for (int q = 0; q < c->nqp; q++)
+        lane_flush(c, q, failed);
+}
+
+/* Writes that will not go (no lock held): each fails the iteration of its operation; a
+ * hello that could not be posted breaks its connection. */
 static void fail_list(vrb_pend_t * p)
 {
     while (p) {
         vrb_pend_t *next = p->next;
-        MPIDI_PART_rdma_failed(p->op, p->m);
+        if (p->op == NULL) {
+            if (p->rc) {
+                char why[128];
+                snprintf(why, sizeof(why), "ibv_post_send(hello): %s", vrb_strerror(p->rc));
+                if (conn_break(p->conn, why))
+                    fail_conn_ops(p->conn, why, 1);
+            }
+        } else {
+            MPIDI_PART_verbsop_t *v = VOP(p->op);
+            if (p->rc)
+                op_error(p->op, p->m >= 0 ? "ibv_post_send" : "ibv_post_send(credit)",
+                         vrb_strerror(p->rc));
+            else
+                op_error(p->op, "a write", p->conn->why);
+            MPIDI_PART_rdma_failed(p->op, p->m);
+            __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE);  /* last use of p->op */
+        }
         MPL_free(p);
         p = next;
     }
 }
 
-/* Post or queue one write (no lock held). */
+/* Post or queue one write of op (no lock held): m >= 0 a data write, VRB_W_CREDIT the
+ * credit for iteration iter. A write that cannot go fails the iteration, never the call. */
 static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 {
-    vrb_pend_t one = {.next = NULL,.op = op,.m = m,.iter = iter };
-    vrb_conn_t *c = VOP(op)->conn;
-    int rc = ENOMEM;
+    MPIDI_PART_verbsop_t *v = VOP(op);
+    vrb_pend_t one = {.next = NULL,.conn = v->conn,.op = op,.m = m,.iter = iter,.rc = 0 };
     char why[128] = "";
+    int posted;
 
-    VRB_LOCK();
-    if (c->state == CONN_BROKEN) {
-        snprintf(why, sizeof(why), "%s", c->why);
-        rc = EPIPE;
-    } else if (can_post(c)) {
-        rc = post(&one);
-    }
-    if (rc == ENOMEM) {
-        vrb_pend_t *p = MPL_malloc(sizeof(*p), MPL_MEM_OTHER);
-        if (p) {
-            *p = one;
-            if (c->pend_tail)
-                c->pend_tail->next = p;
-            else
-                c->pend_head = p;
-            c->pend_tail = p;
-            MPIDI_PART_PVAR_ADD(VERBS_DEFERRED, 1);
-            rc = 0;
-        } else {
-            rc = ENOMEM + 1000;
-        }
-    }
-    VRB_UNLOCK();
-    if (rc == 0)
+    __atomic_add_fetch(&v->held, 1, __ATOMIC_RELAXED);
+    int rc = lane_submit(v->conn, MPIDI_PART_rdma_write_lane(op, m), &one, &posted, why,
+                         sizeof(why));
+    if (rc == 0) {
+        if (posted && m < 0)    /* the credit's context does not name op */
+            __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE);
         return MPI_SUCCESS;
+    }
     op_error(op, m >= 0 ? "ibv_post_send" : "ibv_post_send(credit)",
-             why[0] ? why : strerror(rc > 1000 ? rc - 1000 : rc));
+             why[0] ? why : vrb_strerror(rc));
     MPIDI_PART_rdma_failed(op, m);
+    __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE);
     return MPI_SUCCESS;
 }
 
@@ -789,7 +1050,7 @@ static int verbs_recv_arm(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_PVAR_ADD(WIRE_MSGS_RECVD, op->st.nmsgs);
     MPIDI_PART_PVAR_ADD(VERBS_CREDITS, 1);
-    return submit(op, -1, op->st.iter);
+    return submit(op, VRB_W_CREDIT, op->st.iter);
 }
 
 /* ---- completions ------------------------------------------------------------------------- */
@@ -844,37 +1105,40 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
     }
 }
 
-/* The peer saw our connection break: so is ours. */
+/* The peer saw our connection break: so is ours. What waits in its lanes fails first (it
+ * names operations whose iterations end here). */
 static void verbs_peer_failed(MPIDI_PART_op_t * op, const char *why)
 {
     vrb_conn_t *c = VOP(op)->conn;
+    vrb_pend_t *failed = NULL;
     char msg[160];
     if (c == NULL)
         return;
     snprintf(msg, sizeof(msg), "the peer's side failed: %s", why);
-    VRB_LOCK();
-    conn_broken(c, msg);
-    VRB_UNLOCK();
+    conn_break(c, msg);
+    conn_flush(c, &failed);
+    fail_list(failed);
     fail_conn_ops(c, msg, 0);
 }
 
-/* Read the peers' access errors (verbs lock held): the connection they hit is broken. */
-static vrb_conn_t *read_async(void)
+/* Read the peers' access errors (the draining thread): the connections they hit break;
+ * those broken here are added to broken[]/why[] (n of them so far, room for cap). */
+static int read_async(vrb_conn_t ** broken, char (*why)[64], int n, int cap)
 {
     struct ibv_async_event ev;
-    vrb_conn_t *hit = NULL;
-    while (ibv_get_async_event(vrb.ctx, &ev) == 0) {
+    while (n < cap && ibv_get_async_event(vrb.ctx, &ev) == 0) {
         if (ev.event_type == IBV_EVENT_QP_FATAL || ev.event_type == IBV_EVENT_QP_ACCESS_ERR ||
             ev.event_type == IBV_EVENT_QP_REQ_ERR) {
             vrb_conn_t *c = conn_of_qpn(ev.element.qp->qp_num);
-            if (c && c->state != CONN_BROKEN) {
-                conn_broken(c, ibv_event_type_str(ev.event_type));
-                hit = c;
+            const char *s = ibv_event_type_str(ev.event_type);
+            if (c && conn_break(c, s)) {
+                snprintf(why[n], sizeof(why[0]), "%s", s);
+                broken[n++] = c;
             }
         }
         ibv_ack_async_event(&ev);
     }
-    return hit;
+    return n;
 }
 
 int MPIDI_PART_verbs_progress(void)
@@ -882,17 +1146,17 @@ int MPIDI_PART_verbs_progress(void)
     struct ibv_wc wc[VRB_CQ_BATCH];
     vrb_ctx_t *done[VRB_CQ_BATCH];
     uint32_t imms[VRB_CQ_BATCH];
-    vrb_conn_t *broken[VRB_CQ_BATCH + 1];
-    char why[VRB_CQ_BATCH + 1][64];
+    vrb_conn_t *hello[VRB_CQ_BATCH];
+    vrb_conn_t *broken[VRB_CQ_BATCH + 4];
+    char why[VRB_CQ_BATCH + 4][64];
     vrb_pend_t *failed = NULL;
-    int ndone = 0, nimm = 0, nbroken = 0, n;
+    int ndone = 0, nimm = 0, nhello = 0, nbroken = 0, nsent = 0, n;
 
     if (__atomic_load_n(&vrb.state, __ATOMIC_ACQUIRE) != VRB_UP)
         return MPI_SUCCESS;
     if (MPL_atomic_cas_int(&vrb.draining, 0, 1) != 0)
         return MPI_SUCCESS;     /* another thread reads the queue */
 
-    VRB_LOCK();
     n = ibv_poll_cq(vrb.cq, VRB_CQ_BATCH, wc);
     for (int i = 0; i < n; i++) {
         vrb_ctx_t *x = (vrb_ctx_t *) (uintptr_t) wc[i].wr_id;
@@ -903,8 +1167,8 @@ int MPIDI_PART_verbs_progress(void)
             } else {
                 /* a hello: the sender's queue pairs are connected, credits may go */
                 vrb_conn_t *c = conn_of_qpn(wc[i].qp_num);
-                if (c && c->state == CONN_RTS)
-                    c->state = CONN_READY;
+                if (c && conn_state(c) == CONN_RTS)
+                    hello[nhello++] = c;
             }
             continue;
         }
@@ -912,11 +1176,10 @@ int MPIDI_PART_verbs_progress(void)
             vrb.rx_posted--;
             continue;
         }
-        vrb.tx_out--;
+        nsent++;
         if (wc[i].status != IBV_WC_SUCCESS) {
             const char *s = ibv_wc_status_str(wc[i].status);
-            if (x->conn->state != CONN_BROKEN) {
-                conn_broken(x->conn, s);
+            if (conn_state(x->conn) != CONN_BROKEN && conn_break(x->conn, s)) {
                 snprintf(why[nbroken], sizeof(why[0]), "%s", s);
                 broken[nbroken++] = x->conn;
             }
@@ -929,25 +1192,32 @@ int MPIDI_PART_verbs_progress(void)
             MPL_free(x);
         }
     }
-    if ((++vrb.polls & 63) == 0 && nbroken < VRB_CQ_BATCH) {
-        vrb_conn_t *c = read_async();
-        if (c) {
-            snprintf(why[nbroken], sizeof(why[0]), "%s", c->why);
-            broken[nbroken++] = c;
-        }
-    }
+    if (nsent)
+        budget_give(nsent);     /* their completion-queue entries are free again */
+    if ((++vrb.polls & 63) == 0)
+        nbroken = read_async(broken, why, nbroken, VRB_CQ_BATCH + 4);
     srq_fill();
-    for (vrb_conn_t * c = vrb.conns; c; c = c->next)
-        if (c->pend_head)
-            flush_pending(c, &failed);
-    VRB_UNLOCK();
+    if (nhello) {
+        VRB_LOCK();
+        for (int i = 0; i < nhello; i++)
+            if (conn_state(hello[i]) == CONN_RTS)
+                conn_set(hello[i], CONN_READY);
+        VRB_UNLOCK();
+    }
+    /* what waits: credits for a connection that just became ready, writes for which the
+     * budget has room again, and the writes of broken connections, which fail */
+    if (__atomic_load_n(&vrb.queued, __ATOMIC_RELAXED) > 0)
+        for (vrb_conn_t * c = conn_first(); c; c = c->next)
+            for (int q = 0; q < c->nqp; q++)
+                if (__atomic_load_n(&c->lane[q].npend, __ATOMIC_RELAXED) > 0)
+                    lane_flush(c, q, &failed);
 
     fail_list(failed);
     /* local completions: the sender's write is done (its bytes may be reused) */
     for (int i = 0; i < ndone; i++) {
         MPIDI_PART_op_t *op = done[i]->op;
         MPIDI_PART_rdma_write_done(op, done[i]->m);
-        __atomic_sub_fetch(&VOP(op)->inflight, 1, __ATOMIC_RELEASE);    /* last use of op */
+        __atomic_sub_fetch(&VOP(op)->held, 1, __ATOMIC_RELEASE);        /* last use of op */
     }
     for (int i = 0; i < nbroken; i++)
         fail_conn_ops(broken[i], why[i], 1);
@@ -964,6 +1234,7 @@ static int verbs_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     const vrb_rts_ext_t *x = (const vrb_rts_ext_t *) op->rts_ext;
     vrb_plan_ext_t *px = (vrb_plan_ext_t *) plan->ext;
     vrb_conn_t *c;
+    char why[sizeof(vrb.why)];
     int rc = 0, n = plan->plan.nmsgs;
 
     MPL_COMPILE_TIME_ASSERT(sizeof(vrb_plan_ext_t) <= MPIDI_PART_EXT_MAX);
@@ -978,12 +1249,13 @@ static int verbs_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     VRB_LOCK();
     for (c = vrb.conns; c; c = c->next)
         if (!c->sender && c->peer_qpn0 == x->side.qpn[0] && c->peer_lid == x->side.lid &&
-            memcmp(c->peer_gid, x->side.gid, 16) == 0 && c->state != CONN_BROKEN)
+            memcmp(c->peer_gid, x->side.gid, 16) == 0 && conn_state(c) != CONN_BROKEN)
             break;
     if (c == NULL && (c = conn_create(0)) != NULL) {
         c->peer_qpn0 = x->side.qpn[0];
         c->peer_lid = x->side.lid;
         memcpy(c->peer_gid, x->side.gid, 16);
+        conn_publish(c);
         rc = conn_connect(c, &x->side);
         if (rc)
             conn_broken(c, vrb.why);
@@ -996,9 +1268,10 @@ static int verbs_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
             snprintf(vrb.why, sizeof(vrb.why), "ibv_reg_mr(receive buffer): %s",
                      strerror(errno));
     }
+    snprintf(why, sizeof(why), "%s", vrb.why);
     VRB_UNLOCK();
     MPIR_ERR_CHKANDJUMP1(c == NULL || rc || v->mr == NULL, mpi_errno, MPI_ERR_OTHER,
-                         "**partverbsop", "**partverbsop %s", vrb.why);
+                         "**partverbsop", "**partverbsop %s", why);
     MPIDI_PART_PVAR_ADD(VERBS_MRS, 1);
     MPIDI_PART_PVAR_ADD(VERBS_OPS, 1);
     v->conn = c;
@@ -1026,36 +1299,14 @@ static int verbs_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     goto fn_exit;
 }
 
-/* Say hello on a newly connected sender's first queue pair (verbs lock held). */
-static int hello(vrb_conn_t * c)
-{
-    struct ibv_send_wr wr, *bad;
-    vrb_ctx_t *x = MPL_calloc(1, sizeof(*x), MPL_MEM_OTHER);
-    if (x == NULL)
-        return ENOMEM;
-    x->kind = CTX_HELLO;
-    x->conn = c;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id = (uint64_t) (uintptr_t) x;
-    wr.opcode = IBV_WR_SEND_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.num_sge = 0;
-    wr.imm_data = 0;
-    int rc = ibv_post_send(c->qp[0], &wr, &bad);
-    if (rc)
-        MPL_free(x);
-    else
-        vrb.tx_out++;
-    return rc;
-}
-
 static int verbs_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_verbsop_t *v = VOP(op);
     vrb_plan_ext_t px;
     vrb_pend_t *failed = NULL;
-    int n = plan->plan.nmsgs, rc = 0;
+    char why[sizeof(vrb.why)];
+    int n = plan->plan.nmsgs, rc = 0, connected = 0;
 
     MPIR_ERR_CHKANDJUMP2(v == NULL || plan->ext_len != (int) sizeof(px) ||
                          n > (int) MPIDI_PART_IMM_MSGS, mpi_errno, MPI_ERR_OTHER,
@@ -1078,16 +1329,25 @@ static int verbs_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
     v->rkey = px.rkey;
 
     VRB_LOCK();
-    if (c->state == CONN_INIT) {
+    int state = conn_state(c);
+    if (state == CONN_INIT) {
+        /* the first PLAN on this connection: connect, and say hello on queue pair 0 (it
+         * waits there in order if the budget is spent); data may go at once, the
+         * receiver's queue pairs were ready before its PLAN left */
         rc = conn_connect(c, &px.side);
-        if (rc == 0 && (rc = hello(c)) != 0)
-            snprintf(vrb.why, sizeof(vrb.why), "ibv_post_send(hello): %s", strerror(rc));
+        if (rc == 0) {
+            vrb_pend_t h = {.next = NULL,.conn = c,.op = NULL,.m = VRB_W_HELLO,.iter = 0,.rc = 0 };
+            int posted;
+            conn_set(c, CONN_READY);
+            connected = 1;
+            rc = lane_submit(c, 0, &h, &posted, why, sizeof(why));
+            if (rc)
+                snprintf(vrb.why, sizeof(vrb.why), "ibv_post_send(hello): %s",
+                         vrb_strerror(rc));
+        }
         if (rc)
             conn_broken(c, vrb.why);
-        else
-            c->state = CONN_READY;
-        flush_pending(c, &failed);
-    } else if (c->state == CONN_BROKEN) {
+    } else if (state == CONN_BROKEN) {
         snprintf(vrb.why, sizeof(vrb.why), "%s", c->why);
         rc = EPIPE;
     } else if (memcmp(px.side.qpn, c->peer_qpn, c->nqp * sizeof(uint32_t)) != 0) {
@@ -1103,10 +1363,16 @@ static int verbs_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
             snprintf(vrb.why, sizeof(vrb.why), "ibv_reg_mr(send buffer): %s", strerror(rc));
         }
     }
+    snprintf(why, sizeof(why), "%s", vrb.why);
     VRB_UNLOCK();
-    fail_list(failed);
+    if (connected) {
+        /* nothing of this connection could have been submitted before it connected; what
+         * did wait (or fails, if it broke) goes now */
+        conn_flush(c, &failed);
+        fail_list(failed);
+    }
     MPIR_ERR_CHKANDJUMP1(rc, mpi_errno, MPI_ERR_OTHER, "**partverbsop", "**partverbsop %s",
-                         vrb.why);
+                         why);
     MPIDI_PART_PVAR_ADD(VERBS_MRS, 1);
     MPIDI_PART_PVAR_ADD(VERBS_OPS, 1);
 
@@ -1116,13 +1382,12 @@ static int verbs_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
     goto fn_exit;
 }
 
-/* Sender, lock held, at the start of a planned iteration: the credit came, or the
+/* Sender, engine lock held, at the start of a planned iteration: the credit came, or the
  * connection is broken (the writes then fail at once and the iteration completes with
  * the error instead of waiting for a credit that cannot come). */
 static int verbs_always_armed(MPIDI_PART_op_t * op)
 {
-    return __atomic_load_n(&VOP(op)->conn->state, __ATOMIC_RELAXED) == CONN_BROKEN ||
-        MPIDI_PART_rdma_always_armed(op);
+    return conn_state(VOP(op)->conn) == CONN_BROKEN || MPIDI_PART_rdma_always_armed(op);
 }
 
 /* MPI_Parrived found message m not done: read the completion queue, then VCI 0 and the
