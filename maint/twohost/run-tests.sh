@@ -21,7 +21,7 @@
 # Environment: PREFIX (default <repo>/_install), TESTMPI_DIR, TWOHOST_MODES (default
 # "ucx ofi-tcp"), TWOHOST_TIMEOUT (seconds per test, default 60), TWOHOST_GRACE (seconds a
 # job may still run after its program printed its success line, default 10), TWOHOST_RETRIES
-# (how often a job that hung after success is run again, default 1; 0: such a hang fails),
+# (how often a job that hung after success is run again, default 2; 0: such a hang fails),
 # TWOHOST_WORK (logs and built programs, default /tmp/twohost-work), and those of twohost.sh.
 
 set -u
@@ -32,7 +32,7 @@ TESTMPI_DIR=${TESTMPI_DIR:-$top/_build/test-mpi}
 TWOHOST_MODES=${TWOHOST_MODES:-ucx ofi-tcp}
 TWOHOST_TIMEOUT=${TWOHOST_TIMEOUT:-60}
 TWOHOST_GRACE=${TWOHOST_GRACE:-10}
-TWOHOST_RETRIES=${TWOHOST_RETRIES:-1}
+TWOHOST_RETRIES=${TWOHOST_RETRIES:-2}
 TWOHOST_WORK=${TWOHOST_WORK:-/tmp/twohost-work}
 export PREFIX
 th=$here/twohost.sh
