@@ -266,10 +266,11 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
 
 int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op, int64_t bytes)
 {
-    const MPIDI_PART_loggp_t *t = peer_on_node(op) ? &tables.shm : &tables.net;
-    double us = op->timeout_us >= 0 ? (double) op->timeout_us :
-        MPIDI_PART_timer_default_timeout(t, -1.0, bytes);
-    return (int32_t) (us * 1000.0 + 0.5);
+    /* by default no bound of its own: until the receiver watches partitions arrive (EARLY),
+     * nothing can see a partition before the whole request completes, so the model's
+     * completion time alone decides (INT32_MAX ns: only gaps over 2 s are cut) */
+    (void) bytes;
+    return op->timeout_us >= 0 ? (int32_t) op->timeout_us * 1000 : INT32_MAX;
 }
 
 void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
