@@ -33,7 +33,9 @@ cvars:
         built-in tables) predicts fastest: on the tag transport for the MPI_Pready times
         observed in iteration MPIR_CVAR_PART_AGGR_OBSERVE (no merging until then; 0: for the
         spread MPIR_CVAR_PART_AGGR_SPREAD_US from the first iteration), never merging
-        partitions readied further apart than MPIR_CVAR_PART_AGGR_TIMEOUT_US; on the RDMA
+        partitions readied by different MPI_Pready calls once the receiver's MPI_Parrived
+        has seen a partition of a running iteration, nor ones readied further apart than
+        MPIR_CVAR_PART_AGGR_TIMEOUT_US when it is set; on the RDMA
         transports as groups that the timer below splits; a positive
         MPIR_CVAR_PART_AGGR_SIZE overrides the model. "size" merges up to
         MPIR_CVAR_PART_AGGR_SIZE bytes (0: no merging); "none" never merges; "timer" (RDMA
@@ -69,9 +71,10 @@ cvars:
         The PLogGP aggregator on the tag transport: the iteration whose MPI_Pready times
         decide the layout. Until it ends every gcd-message travels alone; at the next
         MPI_Start the sender picks the layout the model predicts fastest for the times it
-        observed (never merging partitions readied further apart than
-        MPIR_CVAR_PART_AGGR_TIMEOUT_US or, by default, the cost of one extra message) and
-        tells the receiver, once. 0: no observation (and on the RDMA transports no timer):
+        observed (never merging partitions readied by different MPI_Pready calls once the
+        receiver's MPI_Parrived has seen a partition of a running iteration, nor ones
+        readied further apart than MPIR_CVAR_PART_AGGR_TIMEOUT_US when it is set) and tells
+        the receiver, once. 0: no observation (and on the RDMA transports no timer):
         the layout is planned at match for MPIR_CVAR_PART_AGGR_SPREAD_US. Read by
         MPI_Precv_init; the receiver's value decides; negative values: MPI_ERR_ARG.
 
