@@ -67,7 +67,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "part_ploggp.h"
-#include "part_plan.h"
 
 /* ---- built-in tables -------------------------------------------------------------------- */
 
@@ -558,6 +557,16 @@ static int obs_candidate(int64_t n, int64_t k)
     return 0;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
 void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
                                      double *out)
 {
@@ -598,7 +607,7 @@ int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
     MPIDI_PART_ploggp_adjust_ready(n, ready, sent, adj);
     for (int32_t j = 1; j < n; j++) {
         if (fabs(adj[j] - adj[j - 1]) > tau) {
-            cut = MPIDI_PART_gcd(cut, j);
+            cut = gcd64(cut, j);
             nb++;
         }
     }
