@@ -488,9 +488,15 @@ int MPIDI_PART_start(MPIR_Request * request)
             /* the observed iteration: its MPI_Pready calls note when messages complete */
             op->obs = MPL_calloc(2 * (size_t) op->st.nmsgs, sizeof(int64_t), MPL_MEM_OTHER);
         } else if (next == replan_iter) {
-            /* take in what the receiver said meanwhile (its EARLY notice) */
-            mpi_errno = MPID_Progress_test(NULL);
-            MPIR_ERR_CHECK(mpi_errno);
+            /* take in what the receiver said meanwhile (its EARLY notice comes on VCI 0,
+             * which this rank's other waits may not have polled: with several VCIs over
+             * UCX, MPID_Progress_test left it unread) */
+            for (int i = 0; i < 4; i++) {
+                mpi_errno = MPIDI_PART_vci_progress(1);
+                MPIR_ERR_CHECK(mpi_errno);
+                mpi_errno = MPIDI_PART_handshake();
+                MPIR_ERR_CHECK(mpi_errno);
+            }
             plan = op->st.plan;
             if (op->obs)
                 MPIDI_PART_aggr_observed(op, &plan);
