@@ -3,7 +3,9 @@
 #
 #   1. builds and installs first (maint/build.sh: incremental, installs missing packages)
 #   2. GoogleTest unit tests of the engine's pure logic (unittest/, CTest); the verbs
-#      emulator's own tests (test/verbs-emu/run-tests.sh, with Debian's ibv_rc_pingpong)
+#      emulator's own tests (test/verbs-emu/run-tests.sh, with Debian's ibv_rc_pingpong);
+#      the verbs backend's device selection and verbose lines on the emulator
+#      (maint/verbs-select.sh); the RDMA backends' configure options (maint/configure-checks.sh)
 #   3. MPICH's test suite directories part/ and threads/part/ (testlist, testlist.dtp with the
 #      datatype-pool pingping tests, and testlist.cvar with this project's engine tests)
 #      through MPICH's runtests: once as is (shared memory between the two ranks), once with
@@ -77,6 +79,24 @@ set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/ver
 echo "    $1 passed, $2 failed"
 grep '^not ok' "$RESULTS/verbs-emu.log" | head -20 || true
 record verbs-emu "$1" "$2"
+
+# the verbs backend's device selection and verbose lines, on the emulator
+step "verbs backend selection (maint/verbs-select.sh: device, port, GID, RoCE, auto, mpichversion)"
+"$top/maint/verbs-select.sh" > "$RESULTS/verbs-select.log" 2>&1 || true
+set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/verbs-select.log" | tail -1)
+[ $# -eq 2 ] || { tail -20 "$RESULTS/verbs-select.log"; set -- 0 1; }
+echo "    $1 passed, $2 failed"
+grep -A12 '^not ok' "$RESULTS/verbs-select.log" | head -40 || true
+record verbs-select "$1" "$2"
+
+# ---- configure options (maint/configure-checks.sh: MPICH's configure, stopped early) -------
+step "configure options of the RDMA backends (maint/configure-checks.sh, about 50 s)"
+"$top/maint/configure-checks.sh" > "$RESULTS/configure-checks.log" 2>&1 || true
+set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/configure-checks.log" | tail -1)
+[ $# -eq 2 ] || { tail -20 "$RESULTS/configure-checks.log"; set -- 0 1; }
+echo "    $1 passed, $2 failed"
+grep -A6 '^not ok' "$RESULTS/configure-checks.log" | head -30 || true
+record configure-checks "$1" "$2"
 
 # ---- MPICH's partitioned test directories -----------------------------------------------
 tsrc=$top/_src/mpich-$BASE_VERSION/test/mpi

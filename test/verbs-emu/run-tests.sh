@@ -143,6 +143,25 @@ else
     PPBIN=$SRQPP pingpong "16 QPs sharing one SRQ" -g 0
     PPBIN=$SRQPP pingpong "4 QPs sharing one SRQ, events" -g 0 -q 4 -e -n 300
   fi
+  # A RoCE port (link layer Ethernet, LID 0): GID addressing works, LID-only addressing is
+  # refused at RTR as real RoCE hardware refuses it.
+  VERBSEMU_LINK=ethernet pingpong "RoCE port (VERBSEMU_LINK=ethernet), GID addressing" -g 0 -n 200
+  port=$(free_port)
+  # (ibv_rc_pingpong does not clean up on that error path: no leak check here)
+  VERBSEMU_CHECK_LEAKS=0 VERBSEMU_LINK=ethernet LD_LIBRARY_PATH="$LIB" timeout 60 "$PP" -d emu0 -p "$port" -n 10 >"$tmp/srv" 2>&1 &
+  spid=$!
+  wait_listen "$port"
+  VERBSEMU_CHECK_LEAKS=0 VERBSEMU_LINK=ethernet LD_LIBRARY_PATH="$LIB" timeout 60 "$PP" -d emu0 -p "$port" -n 10 localhost >"$tmp/cli" 2>&1
+  crc=$?
+  wait $spid
+  src=$?
+  if [ $crc -ne 0 ] && [ $crc -ne 124 ] && [ $src -ne 0 ] && [ $src -ne 124 ] &&
+     cat "$tmp/srv" "$tmp/cli" | grep -q 'Failed to modify QP to RTR'; then
+    ok "RoCE port without -g: ibv_rc_pingpong fails at RTR (an address without GRH), client exit $crc, server $src"
+  else
+    nok "RoCE port without -g: ibv_rc_pingpong must fail at RTR (client exit $crc, server $src)"
+    { sed 's/^/server: /' "$tmp/srv"; sed 's/^/client: /' "$tmp/cli"; } | indent
+  fi
   # No device: the program must fail cleanly, not crash.
   VERBSEMU_NDEV=0 LD_LIBRARY_PATH="$LIB" timeout 20 "$PP" -d emu0 -p "$(free_port)" localhost >"$tmp/nodev" 2>&1
   rc=$?

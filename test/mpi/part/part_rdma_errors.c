@@ -10,6 +10,12 @@
  *   -expect=verbs     MPIR_CVAR_PART_TRANSPORT=verbs in a build without it, or with no
  *                     verbs device (VERBSEMU_NDEV=0 under the emulator): MPI_ERR_OTHER,
  *                     the message says "verbs"
+ *   -expect=verbs-device  forced verbs, MPIR_CVAR_PART_VERBS_DEVICE naming no device: the
+ *                     message names it
+ *   -expect=verbs-port    forced verbs, MPIR_CVAR_PART_VERBS_PORT naming no active port: the
+ *                     message says so
+ *   -expect=verbs-gid     forced verbs, MPIR_CVAR_PART_VERBS_GID_INDEX beyond the port's GID
+ *                     table: the message names the CVAR
  * Both init calls are tried on both ranks (MPI_ERRORS_RETURN on the communicator), twice
  * (the failure is not remembered wrongly), then point-to-point traffic checks that the job
  * is intact (every byte checked).
@@ -68,6 +74,13 @@ int main(int argc, char **argv)
         want_class = MPI_ERR_ARG;
     } else if (strcmp(expect, "verbs") == 0) {
         snprintf(text, sizeof(text), "verbs");
+    } else if (strcmp(expect, "verbs-device") == 0) {
+        const char *p = getenv("MPIR_CVAR_PART_VERBS_DEVICE");
+        snprintf(text, sizeof(text), "no verbs device named %s", p ? p : "(unset)");
+    } else if (strcmp(expect, "verbs-port") == 0) {
+        snprintf(text, sizeof(text), "has no active port of that number");
+    } else if (strcmp(expect, "verbs-gid") == 0) {
+        snprintf(text, sizeof(text), "ibv_query_gid (MPIR_CVAR_PART_VERBS_GID_INDEX)");
     } else {
         fprintf(stderr, "unknown -expect=%s\n", expect);
         errs++;

@@ -39,6 +39,16 @@ int ndev() {
   return n < 0 ? 0 : (n > static_cast<int>(kMaxDev) ? static_cast<int>(kMaxDev) : n);
 }
 
+// VERBSEMU_LINK=ethernet: every port is a RoCE port (link layer Ethernet, LID 0), so that
+// addresses must carry a GRH, as on real RoCE hardware.
+bool roce() {
+  static const bool on = [] {
+    const char* s = getenv("VERBSEMU_LINK");
+    return s && (strcmp(s, "ethernet") == 0 || strcmp(s, "roce") == 0);
+  }();
+  return on;
+}
+
 void init_devs() {
   std::call_once(g_dev_once, [] {
     for (uint32_t i = 0; i < kMaxDev; i++) {
@@ -322,6 +332,7 @@ int check_values(const ibv_qp_attr* a, int mask) {
   if (mask & IBV_QP_AV) {
     if (a->ah_attr.port_num != 1) return EINVAL;
     if (a->ah_attr.is_global && a->ah_attr.grh.sgid_index != 0) return EINVAL;
+    if (roce() && !a->ah_attr.is_global) return EINVAL;  // RoCE has no LID routing
   }
   if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff) return EINVAL;
   if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > 0xffffff) return EINVAL;
@@ -421,6 +432,11 @@ void fill_port(uint32_t cslot, ibv_port_attr& p) {
   p.active_speed = 32;  // EDR
   p.phys_state = 5;     // LinkUp
   p.link_layer = IBV_LINK_LAYER_INFINIBAND;
+  if (roce()) {
+    p.lid = 0;
+    p.sm_lid = 0;
+    p.link_layer = IBV_LINK_LAYER_ETHERNET;
+  }
 }
 
 }  // namespace
@@ -576,7 +592,7 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_inde
   memcpy(entry->gid.raw, g.reg->ctx[ctx_slot(context)].gid, 16);
   entry->gid_index = 0;
   entry->port_num = 1;
-  entry->gid_type = IBV_GID_TYPE_IB;
+  entry->gid_type = roce() ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
   entry->ndev_ifindex = 0;
   return 0;
 }

@@ -48,7 +48,7 @@ static const struct {
         "Partitioned operations (either side) planned on the RDMA transport over libfabric"},
     [MPIDI_PART_PV_OFI_WRITES] = {"part_ofi_writes", 0,
         "Wire messages written by the RDMA transport over libfabric (fi_writedata with "
-        "immediate data)"},
+        "immediate data), counted as progress reaps their local completions"},
     [MPIDI_PART_PV_OFI_CREDITS] = {"part_ofi_credits", 0,
         "Per-iteration credits sent by receivers of the RDMA transport over libfabric"},
     [MPIDI_PART_PV_OFI_DEFERRED] = {"part_ofi_deferred", 0,
@@ -61,7 +61,8 @@ static const struct {
         "Partitioned operations (either side) planned on the RDMA transport over InfiniBand "
         "verbs"},
     [MPIDI_PART_PV_VERBS_WRITES] = {"part_verbs_writes", 0,
-        "Wire messages written by the verbs backend (IBV_WR_RDMA_WRITE_WITH_IMM)"},
+        "Wire messages written by the verbs backend (IBV_WR_RDMA_WRITE_WITH_IMM), counted as "
+        "progress reaps their local completions"},
     [MPIDI_PART_PV_VERBS_CREDITS] = {"part_verbs_credits", 0,
         "Per-iteration credits sent by receivers of the verbs backend"},
     [MPIDI_PART_PV_VERBS_DEFERRED] = {"part_verbs_deferred", 0,

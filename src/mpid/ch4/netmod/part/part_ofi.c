@@ -661,8 +661,7 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 
 static int ofi_send(MPIDI_PART_op_t * op, int m)
 {
-    MPIDI_PART_PVAR_ADD(OFI_WRITES, 1);
-    return submit(op, m, 0);
+    return submit(op, m, 0);    /* part_ofi_writes: counted by progress as they complete */
 }
 
 /* Receiver, MPI_Start (or the match, when the user started first): the credit. */
@@ -754,7 +753,10 @@ static int ep_progress(ofi_ep_t * e)
     }
     EP_UNLOCK(e);
 
-    /* local completions: the sender's write is done (its bytes may be reused) */
+    /* local completions: the sender's write is done (its bytes may be reused); the pvar
+     * is added to here, once per batch, not once per write on MPI_Pready */
+    if (nev)
+        MPIDI_PART_PVAR_ADD(OFI_WRITES, nev);
     for (int i = 0; i < nev; i++)
         MPIDI_PART_rdma_write_done(ev[i].op, ev[i].m);
 

@@ -77,10 +77,17 @@ int MPIDI_PART_rdma_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
         return MPIDI_PART_verbs_announce(op, rts);
 #endif
     if (op->choice == MPIDI_PART_CHOICE_AUTO && MPIR_CVAR_DEBUG_SUMMARY &&
-        __atomic_exchange_n(&auto_said, 1, __ATOMIC_RELAXED) == 0)
+        __atomic_exchange_n(&auto_said, 1, __ATOMIC_RELAXED) == 0) {
+        char verbs[MPI_MAX_ERROR_STRING + 64] = "";
+#ifdef MPIDI_CH4_PART_VERBS
+        verbs[0] = ';';
+        verbs[1] = ' ';
+        MPIDI_PART_verbs_describe(verbs + 2, sizeof(verbs) - 2);
+#endif
         fprintf(stderr, "[%d] partitioned engine: MPIR_CVAR_PART_TRANSPORT=auto uses the tag "
                 "transport (README, \"Choosing a transport\"); the RDMA transports built here "
-                "(%s) are used only when forced\n", MPIR_Process.rank, RDMA_BUILT);
+                "(%s) are used only when forced%s\n", MPIR_Process.rank, RDMA_BUILT, verbs);
+    }
     return MPI_SUCCESS;         /* the auto rule (README) keeps the tag transport */
 }
 

@@ -65,6 +65,7 @@ int MPIDI_PART_ofi_progress(void);
 void MPIDI_PART_verbs_init(void);
 void MPIDI_PART_verbs_finalize(void);
 int MPIDI_PART_verbs_require(void);
+void MPIDI_PART_verbs_describe(char *buf, size_t len);
 int MPIDI_PART_verbs_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
 int MPIDI_PART_verbs_usable(MPIDI_PART_op_t * op);
 int MPIDI_PART_verbs_progress(void);

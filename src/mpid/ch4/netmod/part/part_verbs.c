@@ -253,6 +253,7 @@ static struct {
     struct ibv_mr *mbox_mr;
     vrb_conn_t *conns;          /* conn_publish / conn_first */
     unsigned polls;             /* progress calls (async events are read every 64th) */
+    int probe;                  /* device_open for MPIDI_PART_verbs_describe: no line */
 } vrb;
 
 #define VRB_LOCK()   do { int err_; MPID_Thread_mutex_lock(&vrb.lock, &err_); } while (0)
@@ -498,7 +499,7 @@ static void device_open(void)
     if (fl >= 0)
         fcntl(vrb.ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
     __atomic_store_n(&vrb.state, VRB_UP, __ATOMIC_RELEASE);
-    if (MPIR_CVAR_DEBUG_SUMMARY)
+    if (MPIR_CVAR_DEBUG_SUMMARY && !vrb.probe)
         fprintf(stderr, "[%d] partitioned engine: RDMA transport over verbs device %s port %d "
                 "(LID %u, %s, %d queue pairs per peer)\n", MPIR_Process.rank, vrb.dev,
                 vrb.port, vrb.lid, vrb.use_gid ? "GID routing" : "LID routing", vrb.nqp);
@@ -507,7 +508,7 @@ static void device_open(void)
   fail:
     device_close();
     __atomic_store_n(&vrb.state, VRB_FAILED, __ATOMIC_RELEASE);
-    if (MPIR_CVAR_DEBUG_SUMMARY)
+    if (MPIR_CVAR_DEBUG_SUMMARY && !vrb.probe)
         fprintf(stderr, "[%d] partitioned engine: RDMA transport over verbs unavailable (%s): "
                 "operations that require it fail, the others use the tag transport\n",
                 MPIR_Process.rank, vrb.why);
@@ -523,6 +524,24 @@ static int device_up(void)
     int up = vrb.state == VRB_UP;
     VRB_UNLOCK();
     return up;
+}
+
+/* For the verbose line of MPIR_CVAR_PART_TRANSPORT=auto (MPIR_CVAR_DEBUG_SUMMARY only):
+ * whether a verbs device comes up, in words. The device is opened to find out and stays
+ * open until MPI_Finalize, as it would for the first forced operation. */
+void MPIDI_PART_verbs_describe(char *buf, size_t len)
+{
+    VRB_LOCK();
+    if (vrb.state == VRB_DOWN) {
+        vrb.probe = 1;
+        device_open();
+        vrb.probe = 0;
+    }
+    if (vrb.state == VRB_UP)
+        snprintf(buf, len, "verbs device %s port %d is up", vrb.dev, vrb.port);
+    else
+        snprintf(buf, len, "verbs is unavailable: %s", vrb.why);
+    VRB_UNLOCK();
 }
 
 int MPIDI_PART_verbs_require(void)
@@ -1041,8 +1060,7 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 
 static int verbs_send(MPIDI_PART_op_t * op, int m)
 {
-    MPIDI_PART_PVAR_ADD(VERBS_WRITES, 1);
-    return submit(op, m, 0);
+    return submit(op, m, 0);    /* part_verbs_writes: counted by progress as they complete */
 }
 
 /* Receiver, MPI_Start (or the match, when the user started first): the credit. */
@@ -1212,17 +1230,24 @@ int MPIDI_PART_verbs_progress(void)
                 if (__atomic_load_n(&c->lane[q].npend, __ATOMIC_RELAXED) > 0)
                     lane_flush(c, q, &failed);
 
-    fail_list(failed);
-    /* local completions: the sender's write is done (its bytes may be reused) */
+    /* local completions: the sender's write is done (its bytes may be reused); the pvar
+     * is added to here, once per batch, not once per write on MPI_Pready */
+    if (ndone)
+        MPIDI_PART_PVAR_ADD(VERBS_WRITES, ndone);
     for (int i = 0; i < ndone; i++) {
         MPIDI_PART_op_t *op = done[i]->op;
         MPIDI_PART_rdma_write_done(op, done[i]->m);
         __atomic_sub_fetch(&VOP(op)->held, 1, __ATOMIC_RELEASE);        /* last use of op */
     }
-    for (int i = 0; i < nbroken; i++)
-        fail_conn_ops(broken[i], why[i], 1);
     int mpi_errno = nimm ? MPIDI_PART_rdma_deliver(imms, nimm) : MPI_SUCCESS;
     MPL_atomic_release_store_int(&vrb.draining, 0);
+    /* failures last, after the drain: failing a connection's operations may drop the last
+     * reference of one whose writes are still in the completion queue, and its release
+     * (verbs_release) reaps them by calling this function, which must then be able to
+     * drain (it used to spin here forever, holding the flag it waited for) */
+    fail_list(failed);
+    for (int i = 0; i < nbroken; i++)
+        fail_conn_ops(broken[i], why[i], 1);
     return mpi_errno;
 }
 
