@@ -575,6 +575,12 @@ int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op)
 
 static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 {
+    /* the iteration's first error is the one reported; creating a code for every later
+     * write (a flushed queue gives hundreds) would push its text out of MPICH's ring of
+     * error messages before the user reads it */
+    int first = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+    if (first != MPI_SUCCESS)
+        return first;
     int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                    MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
                                    ofi.prov, what, detail, op->peer);
