@@ -662,6 +662,16 @@ static inline int timer_arrived(MPIDI_PART_op_t * op, int partition)
 /* Receiver, MPI_Parrived true before the re-plan: if the iteration is still under way, the
  * program may make the sender's later MPI_Pready calls wait for this arrival, so a re-plan
  * must not merge on timing alone (section 4c): tell the sender, once. */
+static int early_arrival(MPIDI_PART_op_t * op);
+
+/* Whether an arrival may still need the EARLY notice: only before the re-plan's iteration
+ * and before the notice went (after the re-plan, a true MPI_Parrived costs two loads). */
+static inline int early_pending(MPIDI_PART_op_t * op)
+{
+    uint32_t r = op->replan_iter;
+    return unlikely(r) && op->st.iter < r && !__atomic_load_n(&op->early, __ATOMIC_RELAXED);
+}
+
 static int early_arrival(MPIDI_PART_op_t * op)
 {
     if (!MPIDI_PART_st_is_running(&op->st) || op->st.iter >= op->replan_iter ||
@@ -691,7 +701,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         if (MPIDI_PART_st_msg_is_done(&op->st, m) || op->tp->test_msg(op, m) ||
             timer_arrived(op, partition)) {
             *flag = 1;
-            if (unlikely(op->replan_iter))
+            if (early_pending(op))
                 mpi_errno = early_arrival(op);
             goto fn_exit;
         }
@@ -699,7 +709,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         mpi_errno = op->tp->progress_msg(op, m);
         MPIR_ERR_CHECK(mpi_errno);
         *flag = op->tp->test_msg(op, m) || timer_arrived(op, partition);
-        if (unlikely(op->replan_iter) && *flag)
+        if (*flag && early_pending(op))
             mpi_errno = early_arrival(op);
     } else if (state == MPIDI_PART_ST_UNPLANNED) {
         mpi_errno = MPID_Progress_test(NULL);
