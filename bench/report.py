@@ -185,14 +185,17 @@ def target_values(d):
     out = {}
     out["shm-1x1-8"] = pr(part("ours", config="pipe-1x1", bytes=8),
                           d.one(lib="ours", config="pipe-1x1", variant="p2p-single", bytes=8))
-    out["shm-4x32-1k"] = pr(part("ours", config="pipe-4x32", bytes=1024),
-                            part("stock", config="pipe-4x32", bytes=1024))
+    # "no aggregation": the none-* rows (MPIR_CVAR_PART_AGGREGATOR=none for ours); pipe-*
+    # and tcp-* run the default aggregator (ploggp), which merges
+    out["shm-4x32-1k"] = pr(part("ours", config="none-4x32", bytes=1024),
+                            part("stock", config="none-4x32", bytes=1024))
     for th in (1, 32):
         out["parrived-false-%d" % th] = pr(
             d.one(lib="ours", pattern="parrived", variant="parrived-false", theta=th),
             d.one(lib="stock", pattern="parrived", variant="parrived-false", theta=th))
     for key, cfg, b in (("tcp-1x1-8", "tcp-1x1", 8), ("tcp-1x1-4k", "tcp-1x1", 4096),
-                        ("tcp-1x32", "tcp-1x32", 4096), ("tcp-4x32", "tcp-4x32", 128 << 10)):
+                        ("tcp-1x32", "none-tcp-1x32", 4096),
+                        ("tcp-4x32", "none-tcp-4x32", 128 << 10)):
         out[key] = pr(part("ours", config=cfg, bytes=b), part("stock", config=cfg, bytes=b))
     return out
 
@@ -642,10 +645,14 @@ def summary(d, meta_text, args, plots):
                         if r["aggr"].isdigit()}, key=int)
     for b in (1024, 65536):
         pb = d.one(config="pipe-4x32", variant="part", bytes=b, lib="ours")
-        pair_row("4 threads x 32 partitions, %s, no aggregation: T(part) / T(p2p-single)"
+        pair_row("4 threads x 32 partitions, %s, default aggregator: T(part) / T(p2p-single)"
                  % human(b),
                  lambda lib: dict(config="pipe-4x32", variant="part", bytes=b),
-                 lambda lib: dict(config="pipe-4x32", variant="p2p-single", bytes=b),
+                 lambda lib: dict(config="pipe-4x32", variant="p2p-single", bytes=b))
+        pair_row("4 threads x 32 partitions, %s, no aggregation (ours: "
+                 "MPIR_CVAR_PART_AGGREGATOR=none): T(part) / T(p2p-single)" % human(b),
+                 lambda lib: dict(config="none-4x32", variant="part", bytes=b),
+                 lambda lib: dict(config="none-4x32", variant="p2p-single", bytes=b),
                  target="shm-4x32-1k" if b == 1024 else None)
         for av in [a for a in aggr_vals if a != "0"]:
             a_ours = d.one(config=ag_cfg, lib="ours", aggr=av, bytes=b, variant="part")
@@ -734,15 +741,18 @@ def summary(d, meta_text, args, plots):
                  if res == "false" and th in (1, 32) else ""))
     # UCX over TCP (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self, both libraries)
     tcp_targets = {("tcp-1x1", 8): "tcp-1x1-8", ("tcp-1x1", 4096): "tcp-1x1-4k",
-                   ("tcp-1x32", 4096): "tcp-1x32", ("tcp-4x32", 128 << 10): "tcp-4x32"}
-    for cfg in sorted({r["config"] for r in d.rows if r["config"].startswith("tcp-")},
-                      key=lambda c: (int(c.split("-")[1].split("x")[0]),
-                                     int(c.split("x")[1]))):
+                   ("none-tcp-1x32", 4096): "tcp-1x32", ("none-tcp-4x32", 128 << 10): "tcp-4x32"}
+    for cfg in sorted({r["config"] for r in d.rows
+                       if r["config"].startswith("tcp-") or r["config"].startswith("none-tcp-")},
+                      key=lambda c: (int(c.split("-")[-1].split("x")[0]),
+                                     int(c.split("x")[-1]), c)):
         for b in sorted({r["bytes"] for r in d.get(config=cfg)}):
             r0 = d.one(config=cfg, bytes=b)
-            pair_row("UCX over TCP, %d thread(s) x %d partition(s) of %s, no aggregation: "
+            how = ("no aggregation (ours: MPIR_CVAR_PART_AGGREGATOR=none)"
+                   if cfg.startswith("none-") else "default aggregator")
+            pair_row("UCX over TCP, %d thread(s) x %d partition(s) of %s, %s: "
                      "T(part) / T(p2p-single)"
-                     % (r0["threads"], r0["theta"], human(r0["part_bytes"])),
+                     % (r0["threads"], r0["theta"], human(r0["part_bytes"]), how),
                      lambda lib: dict(config=cfg, variant="part", bytes=b),
                      lambda lib: dict(config=cfg, variant="p2p-single", bytes=b),
                      target=tcp_targets.get((cfg, b)))
