@@ -57,20 +57,20 @@ wait_for() {
 # ---- yes without libibverbs, and a bad value: configure stops -----------------------------
 start yes-nolib --enable-part-verbs=yes ac_cv_header_infiniband_verbs_h=no
 start bad-value --enable-part-verbs=maybe
-wait_for yes-nolib no
-if [ "$(cat "$tmp/yes-nolib.rc" 2>/dev/null)" != 0 ] &&
-   grep -q 'configure: error: --enable-part-verbs=yes, but libibverbs was not found (header infiniband/verbs.h and library -libverbs; on Debian: apt-get install libibverbs-dev' "$tmp/yes-nolib.out"; then
-    ok "--enable-part-verbs=yes without libibverbs: configure fails, naming what is missing and the Debian package"
-else
-    nok "--enable-part-verbs=yes without libibverbs must fail configure with a clear message"; tail -5 "$tmp/yes-nolib.out" | indent
-fi
-wait_for bad-value no
-if [ "$(cat "$tmp/bad-value.rc" 2>/dev/null)" != 0 ] &&
-   grep -q "configure: error: --enable-part-verbs takes yes, no or auto, not 'maybe'" "$tmp/bad-value.out"; then
-    ok "--enable-part-verbs=maybe: configure fails, naming the values it takes"
-else
-    nok "--enable-part-verbs=maybe must fail configure"; tail -5 "$tmp/bad-value.out" | indent
-fi
+# expect_stop NAME WHAT MESSAGE: configure NAME ended with a non-zero status and printed
+# MESSAGE (a fixed string)
+expect_stop() {
+    wait_for "$1" no
+    if [ "$(cat "$tmp/$1.rc" 2>/dev/null)" != 0 ] && grep -qF -- "$3" "$tmp/$1.out"; then
+        ok "$2: configure fails with a clear message"
+    else
+        nok "$2 must fail configure with: $3"; tail -5 "$tmp/$1.out" | indent
+    fi
+}
+expect_stop yes-nolib "--enable-part-verbs=yes without libibverbs (names what is missing and the Debian package)" \
+    'configure: error: --enable-part-verbs=yes, but libibverbs was not found (header infiniband/verbs.h and library -libverbs; on Debian: apt-get install libibverbs-dev'
+expect_stop bad-value "--enable-part-verbs=maybe (names the values it takes)" \
+    "configure: error: --enable-part-verbs takes yes, no or auto, not 'maybe'"
 
 # ---- no, and auto without libibverbs: configured without verbs ----------------------------
 start no --enable-part-verbs=no

@@ -71,32 +71,33 @@ else
     record unittest-build 0 1
 fi
 
+# record_log NAME PATTERN CONTEXT: the "N passed, M failed" line of $RESULTS/NAME.log (a log
+# without one counts as a failure) into the totals; prints the log's lines matching PATTERN
+# with CONTEXT lines after each
+record_log() {
+    set -- "$1" "$2" "$3" $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/$1.log" | tail -1)
+    [ $# -eq 5 ] || { tail -20 "$RESULTS/$1.log"; set -- "$1" "$2" "$3" 0 1; }
+    echo "    $4 passed, $5 failed"
+    grep -A"$3" -e "$2" "$RESULTS/$1.log" | head -40 || true
+    record "$1" "$4" "$5"
+}
+# run_group NAME SCRIPT: one of this project's TAP-ish check scripts, logged to $RESULTS/NAME.log
+run_group() {
+    "$2" > "$RESULTS/$1.log" 2>&1 || true
+    record_log "$1" '^not ok' 8
+}
+
 # ---- the verbs emulator (test/verbs-emu: a test-only libibverbs.so.1) -------------------
 step "verbs emulator (test/verbs-emu/run-tests.sh: its own checks and Debian's ibv_rc_pingpong)"
-"$top/test/verbs-emu/run-tests.sh" > "$RESULTS/verbs-emu.log" 2>&1 || true
-set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/verbs-emu.log" | tail -1)
-[ $# -eq 2 ] || { tail -20 "$RESULTS/verbs-emu.log"; set -- 0 1; }
-echo "    $1 passed, $2 failed"
-grep '^not ok' "$RESULTS/verbs-emu.log" | head -20 || true
-record verbs-emu "$1" "$2"
+run_group verbs-emu "$top/test/verbs-emu/run-tests.sh"
 
 # the verbs backend's device selection and verbose lines, on the emulator
 step "verbs backend selection (maint/verbs-select.sh: device, port, GID, RoCE, auto, mpichversion)"
-"$top/maint/verbs-select.sh" > "$RESULTS/verbs-select.log" 2>&1 || true
-set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/verbs-select.log" | tail -1)
-[ $# -eq 2 ] || { tail -20 "$RESULTS/verbs-select.log"; set -- 0 1; }
-echo "    $1 passed, $2 failed"
-grep -A12 '^not ok' "$RESULTS/verbs-select.log" | head -40 || true
-record verbs-select "$1" "$2"
+run_group verbs-select "$top/maint/verbs-select.sh"
 
 # ---- configure options (maint/configure-checks.sh: MPICH's configure, stopped early) -------
 step "configure options of the RDMA backends (maint/configure-checks.sh, about 50 s)"
-"$top/maint/configure-checks.sh" > "$RESULTS/configure-checks.log" 2>&1 || true
-set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/configure-checks.log" | tail -1)
-[ $# -eq 2 ] || { tail -20 "$RESULTS/configure-checks.log"; set -- 0 1; }
-echo "    $1 passed, $2 failed"
-grep -A6 '^not ok' "$RESULTS/configure-checks.log" | head -30 || true
-record configure-checks "$1" "$2"
+run_group configure-checks "$top/maint/configure-checks.sh"
 
 # ---- MPICH's partitioned test directories -----------------------------------------------
 tsrc=$top/_src/mpich-$BASE_VERSION/test/mpi
@@ -186,11 +187,7 @@ if [ $rc -eq 77 ]; then
     echo "    SKIPPED: $(grep -m1 'SKIP' "$RESULTS/twohost.log")"
     skipped_groups="$skipped_groups twohost"
 else
-    set -- $(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$RESULTS/twohost.log" | tail -1)
-    [ $# -eq 2 ] || { tail -20 "$RESULTS/twohost.log"; set -- 0 1; }
-    echo "    $1 passed, $2 failed"
-    grep '^not ok\|retried' "$RESULTS/twohost.log" | head -20 || true
-    record twohost "$1" "$2"
+    record_log twohost '^not ok\|retried' 0
 fi
 
 # ---- the demo ---------------------------------------------------------------------------

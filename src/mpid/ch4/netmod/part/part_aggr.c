@@ -267,13 +267,13 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
 
 /* ---- re-planning from an observed iteration (the tag transport) ------------------------- */
 
-int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op, int64_t bytes)
+int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op)
 {
     /* by default no bound of its own: until the receiver watches partitions arrive (EARLY),
      * nothing can see a partition before the whole request completes, so the model's
      * completion time alone decides (INT32_MAX ns: only gaps over 2 s are cut) */
-    (void) bytes;
-    return op->timeout_us >= 0 ? (int32_t) op->timeout_us * 1000 : INT32_MAX;
+    int64_t ns = op->timeout_us >= 0 ? (int64_t) op->timeout_us * 1000 : INT32_MAX;
+    return (int32_t) (ns < INT32_MAX ? ns : INT32_MAX);
 }
 
 void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)

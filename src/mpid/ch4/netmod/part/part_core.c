@@ -662,16 +662,6 @@ static inline int timer_arrived(MPIDI_PART_op_t * op, int partition)
 /* Receiver, MPI_Parrived true before the re-plan: if the iteration is still under way, the
  * program may make the sender's later MPI_Pready calls wait for this arrival, so a re-plan
  * must not merge on timing alone (section 4c): tell the sender, once. */
-static int early_arrival(MPIDI_PART_op_t * op);
-
-/* Whether an arrival may still need the EARLY notice: only before the re-plan's iteration
- * and before the notice went (after the re-plan, a true MPI_Parrived costs two loads). */
-static inline int early_pending(MPIDI_PART_op_t * op)
-{
-    uint32_t r = op->replan_iter;
-    return unlikely(r) && op->st.iter < r && !__atomic_load_n(&op->early, __ATOMIC_RELAXED);
-}
-
 static int early_arrival(MPIDI_PART_op_t * op)
 {
     if (!MPIDI_PART_st_is_running(&op->st) || op->st.iter >= op->replan_iter ||
@@ -683,6 +673,14 @@ static int early_arrival(MPIDI_PART_op_t * op)
     hdr.sop = op->sop;
     hdr.timer_ns = -1;
     return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+/* Whether an arrival may still need the EARLY notice: only before the re-plan's iteration
+ * and before the notice went (after the re-plan, a true MPI_Parrived costs two loads). */
+static inline int early_pending(MPIDI_PART_op_t * op)
+{
+    uint32_t r = op->replan_iter;
+    return unlikely(r) && op->st.iter < r && !__atomic_load_n(&op->early, __ATOMIC_RELAXED);
 }
 
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)

@@ -404,7 +404,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr);
 int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us, int *observe);
 /* Receiver, at match: the re-plan's tau in ns for gcd-messages of `bytes` bytes (the timer
  * aggregator's deadline: MPIR_CVAR_PART_AGGR_TIMEOUT_US, or the cost of one extra message) */
-int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op, int64_t bytes);
+int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op);
 /* Sender, at the start after the observed iteration (no lock): the new plan from op->obs */
 void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan);
 int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,

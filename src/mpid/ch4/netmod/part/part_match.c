@@ -266,7 +266,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         hdr->timer_ns = err ? -1 : op->timer_ns;
         if (!err && op->replan_iter) {
             hdr->iter = op->replan_iter - 1;    /* the iteration the sender observes */
-            hdr->timer_ns = MPIDI_PART_aggr_replan_tau_ns(op, op->peer_bytes / hdr->plan.gcd);
+            hdr->timer_ns = MPIDI_PART_aggr_replan_tau_ns(op);
             hdr->rop = (uint64_t) (uintptr_t) op;
         }
         if (err) {

@@ -575,10 +575,7 @@ int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op)
 
 static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 {
-    /* the iteration's first error is the one reported; creating a code for every later
-     * write (a flushed queue gives hundreds) would push its text out of MPICH's ring of
-     * error messages before the user reads it */
-    int first = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+    int first = MPIDI_PART_rdma_error_of(op);  /* the iteration's first error is reported */
     if (first != MPI_SUCCESS)
         return first;
     int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,

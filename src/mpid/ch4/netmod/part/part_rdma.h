@@ -42,6 +42,13 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n);
 int MPIDI_PART_rdma_map(MPIDI_PART_op_t * op, int n, int nlanes, int parts, int ppt);
 /* Record err as op's error (the first one wins); returns err. */
 int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err);
+/* The iteration's error so far (MPI_SUCCESS: none). A backend creates an error code only
+ * when there is none yet: creating one per failed write (a flushed queue gives hundreds)
+ * would push the first one's text out of MPICH's ring of error messages. */
+static inline int MPIDI_PART_rdma_error_of(MPIDI_PART_op_t * op)
+{
+    return __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+}
 /* A write could not be posted: the iteration completes with op's error (m = -1: the
  * credit, so nothing will arrive). */
 void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
