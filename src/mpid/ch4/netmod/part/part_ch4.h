@@ -24,6 +24,10 @@ int MPIDI_PART_start(MPIR_Request * request);
 int MPIDI_PART_pready_range(int partition_low, int partition_high, MPIR_Request * request);
 int MPIDI_PART_pready_list(int length, const int array_of_partitions[], MPIR_Request * request);
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag);
+/* Called by ch4's progress (MPIDI_progress_test) after the netmods' progress, wherever
+ * MPICH's progress hooks run (maint/patches/0009): the engine's handshake, completion
+ * polling and RDMA work. One load when there is nothing to do. */
+int MPIDI_PART_progress(void);
 /* Called from MPID_Part_request_free_hook: releases the engine's state of the request
  * (never active: MPI_Request_free refuses active partitioned requests, maint/patches/0008). */
 void MPIDI_PART_request_free(MPIR_Request * request);

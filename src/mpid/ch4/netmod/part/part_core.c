@@ -96,6 +96,7 @@ void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op)
         op->pnext = MPIDI_PART_global.polling;
         MPIDI_PART_global.polling = op;
         MPL_atomic_release_store_int(&op->in_poll, 1);
+        MPL_atomic_relaxed_store_int(&MPIDI_PART_global.poll_force, 1);
         MPIDI_PART_set_work(MPIDI_PART_WORK_POLL);
     }
     MPIDI_PART_UNLOCK();
@@ -752,15 +753,18 @@ void MPIDI_PART_request_free(MPIR_Request * request)
 
 /* ---- completion polling (progress hook) ------------------------------------------------ */
 
-/* Test the messages in flight; *vci_mask gets the VCIs that still carry some. */
-int MPIDI_PART_poll_all(uint64_t * vci_mask)
+/* Test the messages in flight. events: the VCIs' progress counts read before (the next
+ * progress call polls again only when they moved, section 4); the VCIs that still carry
+ * messages are kept in poll_vcis. */
+void MPIDI_PART_poll_all(unsigned events)
 {
-    *vci_mask = 0;
+    uint64_t vci_mask = 0;
     MPIDI_PART_LOCK();
+    MPL_atomic_relaxed_store_int(&MPIDI_PART_global.poll_force, 0);
     for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.polling; *pp;) {
         MPIDI_PART_op_t *op = *pp;
         if (MPIDI_PART_st_is_running(&op->st))
-            op->tp->poll(op, vci_mask);
+            op->tp->poll(op, &vci_mask);
         if (!MPIDI_PART_st_is_running(&op->st)) {
             *pp = op->pnext;
             MPL_atomic_relaxed_store_int(&op->in_poll, 0);
@@ -768,7 +772,8 @@ int MPIDI_PART_poll_all(uint64_t * vci_mask)
             pp = &op->pnext;
         }
     }
+    MPL_atomic_relaxed_store_uint64(&MPIDI_PART_global.poll_vcis, vci_mask);
+    MPL_atomic_relaxed_store_int(&MPIDI_PART_global.poll_seen, (int) events);
     MPIDI_PART_clear_work(MPIDI_PART_WORK_POLL, MPIDI_PART_global.polling != NULL);
     MPIDI_PART_UNLOCK();
-    return MPI_SUCCESS;
 }

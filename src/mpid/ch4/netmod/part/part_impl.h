@@ -258,7 +258,6 @@ extern const MPIDI_PART_transport_t MPIDI_PART_verbs_transport;
 typedef struct MPIDI_PART_global {
     int initialized;
     int am_id;                  /* active-message handler id */
-    int hook_id;                /* progress hook id */
     MPID_Thread_mutex_t lock;   /* queues, tags, slow paths (never held across MPI calls) */
     MPL_atomic_int_t work;      /* MPIDI_PART_WORK_* bits: the hook's one load */
     MPL_atomic_int_t in_hs;     /* the handshake work is running (no re-entry) */
@@ -266,6 +265,10 @@ typedef struct MPIDI_PART_global {
     MPIDI_PART_op_t *posted_head, *posted_tail; /* receivers waiting for an RTS */
     MPIDI_PART_inbox_t *unexp_head, *unexp_tail;        /* RTS waiting for a receiver */
     MPIDI_PART_op_t *polling;   /* operations with messages in flight */
+    /* the progress call polls them only when a VCI's progress count moved (section 4) */
+    MPL_atomic_int_t poll_seen; /* the counts' sum at the last poll */
+    MPL_atomic_int_t poll_force;        /* an operation joined the list since */
+    MPL_atomic_uint64_t poll_vcis;      /* VCIs with messages in flight at the last poll */
     MPIDI_PART_op_t *all;
     /* tag transport */
     int tags_ready;
@@ -332,7 +335,7 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* no message travels */
 int MPIDI_PART_send_ready(MPIDI_PART_op_t * op, const int32_t * msgs, int n);
-int MPIDI_PART_poll_all(uint64_t * vci_mask);
+void MPIDI_PART_poll_all(unsigned events);
 void MPIDI_PART_poke_progress(void);
 
 /* ---- part_match.c: handshake, matching, progress ------------------------------------- */
@@ -354,7 +357,6 @@ static inline int64_t MPIDI_PART_now_ns(void)
     return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 int MPIDI_PART_match_posted(MPIDI_PART_op_t * op);
-int MPIDI_PART_progress(int *made_progress);
 int MPIDI_PART_handshake(void);
 int MPIDI_PART_choice(int *choice);     /* MPIR_CVAR_PART_TRANSPORT, checked */
 void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts);

@@ -1,6 +1,6 @@
 /*
  * part_init.c: start-up and shut-down of the ch4 partitioned engine: its lock, its
- * active-message handler, its progress hook, and the table of its MPI_T performance
+ * active-message handler, and the table of its MPI_T performance
  * variables (registered by the MPI-facing layer, src/mpi/part/part_mpit.c).
  */
 #include "part_impl.h"
@@ -112,11 +112,6 @@ int MPIDI_PART_init(void)
     MPIDI_PART_global.am_id = MPIDIG_am_reg_cb_dynamic(NULL, &MPIDI_PART_am_handler);
     MPIR_ERR_CHKANDJUMP(MPIDI_PART_global.am_id < 0, mpi_errno, MPI_ERR_OTHER, "**partinit");
 
-    mpi_errno = MPIR_Progress_hook_register(&MPIDI_PART_progress, &MPIDI_PART_global.hook_id);
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPIR_Progress_hook_activate(MPIDI_PART_global.hook_id);
-    MPIR_ERR_CHECK(mpi_errno);
-
     mpi_errno = MPIR_Part_mpit_init();
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_PART_global.initialized = 1;
@@ -133,8 +128,9 @@ int MPIDI_PART_finalize(void)
 
     if (!MPIDI_PART_global.initialized)
         return MPI_SUCCESS;
-    MPIR_Progress_hook_deactivate(MPIDI_PART_global.hook_id);
-    MPIR_Progress_hook_deregister(MPIDI_PART_global.hook_id);
+    /* ch4's progress no longer runs the engine (MPIDI_PART_progress looks at this first
+     * when it has work) */
+    MPIDI_PART_global.initialized = 0;
 
     /* what is left: handshake messages nobody matched, and operations that still wait for
      * a peer's message (a sender freed before the receiver answered, a receiver freed
@@ -172,6 +168,5 @@ int MPIDI_PART_finalize(void)
     MPIDI_PART_rdma_finalize();
 #endif
     MPID_Thread_mutex_destroy(&MPIDI_PART_global.lock, &err);
-    MPIDI_PART_global.initialized = 0;
     return MPI_SUCCESS;
 }

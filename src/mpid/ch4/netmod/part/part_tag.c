@@ -436,17 +436,20 @@ static int tag_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
 
 /* ---- completion and teardown ------------------------------------------------------------ */
 
+/* Lock held. Tests from the cursor up to the first message not done: the iteration ends
+ * only when all are, so a poll costs the messages that completed since the last one plus
+ * one (a message that completes out of order is marked done when the poll reaches it, or
+ * by MPI_Parrived, which tests its own message). The VCIs of the rest go to vci_mask. */
 static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
-    for (int m = t->cursor; m < op->st.nmsgs; m++) {
-        if (tag_test_msg(op, m)) {
-            if (m == t->cursor)
-                t->cursor++;
-        } else if (t->vcomm) {
+    int m = t->cursor, n = op->st.nmsgs;
+    while (m < n && tag_test_msg(op, m))
+        m++;
+    t->cursor = m;
+    if (t->vcomm)
+        for (; m < n; m++)
             *vci_mask |= (uint64_t) 1 << t->msg_vci[m];
-        }
-    }
 }
 
 /* MPI_Parrived found message m not done: progress the VCI that carries it (without
