@@ -472,6 +472,22 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
 
 /* ---- iterations ---------------------------------------------------------------------------- */
 
+/* A sender on the tag transport in its steady state: planned, with a permanent tag block
+ * (no CTS arms its iterations), its re-plan behind it (or none to come), and no message of
+ * its last iteration in the polling list. Nothing but its own MPI calls writes its state
+ * then: the hook changes a sender's state only while its plan or CTS is awaited and at its
+ * re-plan (in MPI_Start, below), and the RDMA backends' peer failures do not apply. Its
+ * iteration begins without the engine lock. */
+static inline int steady_tag_sender(MPIDI_PART_op_t * op)
+{
+    if (!op->is_send || MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)
+        return 0;
+    /* the plan's installation stored replan_iter before it published PLANNED */
+    uint32_t r = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
+    return op->tp == &MPIDI_PART_tag_transport && op->u.tag.permanent &&
+        (r == 0 || op->st.iter >= r) && !MPL_atomic_acquire_load_int(&op->in_poll);
+}
+
 int MPIDI_PART_start(MPIR_Request * request)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -480,6 +496,15 @@ int MPIDI_PART_start(MPIR_Request * request)
     MPIDI_PART_plan_t plan = { 0 };     /* a sender's re-plan (0: keep the first plan) */
 
     MPIR_cc_set(request->cc_ptr, 1);
+    if (likely(steady_tag_sender(op))) {
+        op->tp->iter_reset(op); /* the last iteration's requests (nothing reads them) */
+        if (MPIDI_PART_st_start(&op->st, 0) == MPIDI_PART_START_RUN) {
+            int32_t none;       /* nothing is held at the start */
+            MPIDI_PART_st_arm(&op->st, &none);
+        }
+        MPIR_Part_request_activate(request);
+        return MPI_SUCCESS;
+    }
     uint32_t replan_iter = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
     if (unlikely(op->is_send && replan_iter)) {
         /* the plan of a sender is installed when its first iteration ends: st.iter and

@@ -98,7 +98,8 @@ static inline int MPIDI_PART_st_is_running(const MPIDI_PART_st_t * st)
     return __atomic_load_n(&st->running, __ATOMIC_ACQUIRE);
 }
 
-/* Lock held. Begins an iteration; with RUN the per-iteration state is reset. always_armed:
+/* Lock held (or no other writer: a steady tag sender, part_core.c). Begins an iteration;
+ * with RUN the per-iteration state is reset. always_armed:
  * the transport needs no per-iteration credit (a sender then sends as messages complete). */
 int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed);
 
