@@ -268,8 +268,8 @@ ploggp-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants
 ploggp-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $ploggp $tcp_env
 none-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $none
 static-ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $static_ploggp
-none-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single --aggr 0 $none $tcp_env
-none-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $none $tcp_env
+none-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single,p2p-many --aggr 0 $none $tcp_env
+none-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single,p2p-many --aggr 0 $none $tcp_env
 agg-none-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 $none
 agg-fixed-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 65536
 agg-ploggp-4|--sizes|8K,64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 $ploggp
