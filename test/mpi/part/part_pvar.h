@@ -11,21 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The RDMA transport forced in the environment (the test modes ofi-* and verbs), and the
- * name of one of its backend's pvars: part_verbs_<what> under verbs, else part_ofi_<what>. */
-static inline int rdma_is_verbs(void)
-{
-    const char *tp = getenv("MPIR_CVAR_PART_TRANSPORT");
-    return tp && strcmp(tp, "verbs") == 0;
-}
-
-static inline int rdma_forced(void)
-{
-    const char *tp = getenv("MPIR_CVAR_PART_TRANSPORT");
-    return tp && (strcmp(tp, "ofi") == 0 || strcmp(tp, "verbs") == 0);
-}
-
-#define RDMA_PV(what_) (rdma_is_verbs() ? "part_verbs_" what_ : "part_ofi_" what_)
+#include "part_transport.h"
 
 static MPI_T_pvar_session pv_session = MPI_T_PVAR_SESSION_NULL;
 

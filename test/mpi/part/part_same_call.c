@@ -31,15 +31,9 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "mpitest.h"
+#include "part_transport.h"
 
 static int rank, errs = 0;
-
-/* the test modes ofi-* and verbs force an RDMA transport */
-static int rdma_forced(void)
-{
-    const char *tp = getenv("MPIR_CVAR_PART_TRANSPORT");
-    return tp && (strcmp(tp, "ofi") == 0 || strcmp(tp, "verbs") == 0);
-}
 
 static int val(int it, int i)
 {
