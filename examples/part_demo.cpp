@@ -54,6 +54,18 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Error handling
 
+// MPI_Abort ends every rank at once, and the launcher may drop what a rank wrote just
+// before (its output pipe is not always drained first): give it a moment to forward the
+// reason, then abort.
+[[noreturn]] void abort_job(int code)
+{
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::abort();
+}
+
 #define CHECK_MPI(call)                                                                        \
     do {                                                                                       \
         int check_rc_ = (call);                                                                \
@@ -63,7 +75,7 @@ namespace {
             MPI_Error_string(check_rc_, check_msg_, &check_len_);                              \
             std::fprintf(stderr, "part_demo: %s failed at %s:%d: %s\n", #call, __FILE__,       \
                          __LINE__, check_msg_);                                                \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                                      \
+            abort_job(3);                                                                      \
         }                                                                                      \
     } while (0)
 
@@ -72,9 +84,7 @@ int g_rank = -1;
 [[noreturn]] void die(const std::string &msg)
 {
     std::fprintf(stderr, "part_demo (rank %d): %s\n", g_rank, msg.c_str());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    std::abort();
+    abort_job(2);
 }
 
 using Clock = std::chrono::steady_clock;
@@ -418,9 +428,7 @@ class Watchdog {
             if (Clock::now() >= deadline_) {
                 std::fprintf(stderr, "part_demo (rank %d): TIMEOUT after %.0f s waiting for %s\n",
                              g_rank, timeout_, what_.c_str());
-                std::fflush(stderr);
-                MPI_Abort(MPI_COMM_WORLD, 2);
-                std::abort();
+                abort_job(2);
             }
             cv_.wait_until(lk, deadline_);
         }
@@ -740,6 +748,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "part_demo: MPI_Init_thread failed\n");
         return 2;
     }
+    // errors come back to CHECK_MPI, which prints MPI's reason before it aborts the job
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int nranks = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
