@@ -42,7 +42,7 @@ void MPIDI_PART_poke_progress(void)
 }
 
 /* The status of the iteration that completes (before the completion is published). */
-static void set_status(MPIDI_PART_op_t * op)
+void MPIDI_PART_set_status(MPIDI_PART_op_t * op)
 {
     MPIR_Request *req = op->req;
     if (op->is_send) {
@@ -68,7 +68,7 @@ static void iteration_done(MPIDI_PART_op_t * op)
     }
     if (op->spread)
         MPIDI_PART_PVAR_ADD(VCI_SPREAD_MSGS, op->spread);
-    set_status(op);
+    MPIDI_PART_set_status(op);
     MPIR_cc_dec(op->req->cc_ptr);       /* last: the user may free the request after this */
     MPIDI_PART_poke_progress();
 }
@@ -82,7 +82,7 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m)
 /* An iteration without wire messages (EMPTY, FAILED) that was waiting for the plan. */
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op)
 {
-    set_status(op);
+    MPIDI_PART_set_status(op);
     MPIR_cc_dec(op->req->cc_ptr);
     MPIDI_PART_poke_progress();
 }
@@ -472,20 +472,33 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
 
 /* ---- iterations ---------------------------------------------------------------------------- */
 
-/* A sender on the tag transport in its steady state: planned, with a permanent tag block
- * (no CTS arms its iterations), its re-plan behind it (or none to come), and no message of
- * its last iteration in the polling list. Nothing but its own MPI calls writes its state
- * then: the hook changes a sender's state only while its plan or CTS is awaited and at its
- * re-plan (in MPI_Start, below), and the RDMA backends' peer failures do not apply. Its
- * iteration begins without the engine lock. */
-static inline int steady_tag_sender(MPIDI_PART_op_t * op)
+/* An operation on the tag transport in its steady state: planned, with a permanent tag
+ * block (no CTS or lease arms its iterations), its re-plan behind it (or none to come), and
+ * no message of its last iteration in the polling list. Nothing but its own MPI calls writes
+ * its state then: the hook changes an operation's state only while its plan, CTS or lease is
+ * awaited and at its re-plan (in MPI_Start, below; a receiver's LAYOUT comes before the
+ * re-plan's iteration), and the RDMA backends' peer failures do not apply. Its iteration
+ * begins without the engine lock. */
+static inline int steady_tag(MPIDI_PART_op_t * op)
 {
-    if (!op->is_send || MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)
+    if (MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)
         return 0;
     /* the plan's installation stored replan_iter before it published PLANNED */
     uint32_t r = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
     return op->tp == &MPIDI_PART_tag_transport && op->u.tag.permanent &&
         (r == 0 || op->st.iter >= r) && !MPL_atomic_acquire_load_int(&op->in_poll);
+}
+
+/* A receiver whose last iteration completed directly (its wire receive decremented the
+ * request's counter): the iteration is over (the request is inactive), so count its message
+ * done in the state machine now. */
+static inline void direct_catch_up(MPIDI_PART_op_t * op)
+{
+    if (__atomic_load_n(&op->direct, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&op->direct, 0, __ATOMIC_RELAXED);
+        int last = MPIDI_PART_st_msg_done(&op->st, 0);
+        MPIR_Assert(last == 1);
+    }
 }
 
 int MPIDI_PART_start(MPIR_Request * request)
@@ -496,14 +509,24 @@ int MPIDI_PART_start(MPIR_Request * request)
     MPIDI_PART_plan_t plan = { 0 };     /* a sender's re-plan (0: keep the first plan) */
 
     MPIR_cc_set(request->cc_ptr, 1);
-    if (likely(steady_tag_sender(op))) {
+    direct_catch_up(op);
+    if (likely(steady_tag(op))) {
         op->tp->iter_reset(op); /* the last iteration's requests (nothing reads them) */
-        if (MPIDI_PART_st_start(&op->st, 0) == MPIDI_PART_START_RUN) {
-            int32_t none;       /* nothing is held at the start */
-            MPIDI_PART_st_arm(&op->st, &none);
+        action = MPIDI_PART_st_start(&op->st, 0);
+        if (action == MPIDI_PART_START_RUN) {
+            if (op->is_send) {
+                int32_t none;   /* nothing is held at the start */
+                MPIDI_PART_st_arm(&op->st, &none);
+            } else {
+                mpi_errno = op->tp->recv_arm(op);
+                MPIR_ERR_CHECK(mpi_errno);
+            }
+        } else if (action == MPIDI_PART_START_COMPLETE) {
+            MPIDI_PART_set_status(op);
+            MPIR_cc_set(request->cc_ptr, 0);
         }
         MPIR_Part_request_activate(request);
-        return MPI_SUCCESS;
+        goto fn_exit;
     }
     uint32_t replan_iter = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
     if (unlikely(op->is_send && replan_iter)) {
@@ -559,7 +582,7 @@ int MPIDI_PART_start(MPIR_Request * request)
     }
 
     if (action == MPIDI_PART_START_COMPLETE) {
-        set_status(op);
+        MPIDI_PART_set_status(op);
         MPIR_cc_set(request->cc_ptr, 0);
     } else if (action == MPIDI_PART_START_RUN && !op->is_send) {
         mpi_errno = op->tp->recv_arm(op);
@@ -761,6 +784,7 @@ void MPIDI_PART_request_free(MPIR_Request * request)
      * are set and read under the lock: the handshake (a progress thread) may be installing
      * the plan right now; once it sees freed it installs none, and a plan installed before
      * is complete when the lock is ours (ThreadSanitizer, part_race_free_rts) */
+    direct_catch_up(op);
     MPIDI_PART_LOCK();
     unpoll(op);
     op->freed = 1;

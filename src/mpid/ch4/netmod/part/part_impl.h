@@ -142,6 +142,10 @@ typedef struct MPIDI_PART_op {
     struct MPIDI_PART_op *next;                 /* posted receivers, or lease waiters */
     struct MPIDI_PART_op *pnext;                /* operations with messages in flight */
     MPL_atomic_int_t in_poll;                   /* in that list */
+    int direct;                 /* receiver: this iteration's one wire receive decrements the
+                                 * request's completion counter itself (part_tag.c, "direct
+                                 * completion"); the state catches up at the next MPI_Start
+                                 * or the free. Written only by the op's own calls. */
 
     /* local side */
     char *buf;
@@ -313,6 +317,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_VERBS_QPS,
     MPIDI_PART_PV_TIMER_RUNS,
     MPIDI_PART_PV_REPLANS,
+    MPIDI_PART_PV_DIRECT_ITERS,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -332,6 +337,7 @@ int MPIDI_PART_op_unref(MPIDI_PART_op_t * op);  /* lock held; 1: last ref, destr
 void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op);       /* lock not held */
 int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs);
 void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
+void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* no message travels */
 int MPIDI_PART_send_ready(MPIDI_PART_op_t * op, const int32_t * msgs, int n);

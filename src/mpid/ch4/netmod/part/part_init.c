@@ -79,6 +79,10 @@ static const struct {
     [MPIDI_PART_PV_REPLANS] = {"part_replans", 0,
         "Operations (either side) whose layout the PLogGP aggregator re-planned from the "
         "MPI_Pready times of an observed iteration (tag transport)"},
+    [MPIDI_PART_PV_DIRECT_ITERS] = {"part_direct_iters", 0,
+        "Iterations of partitioned receive operations that their one wire message completes "
+        "directly, without the engine's polling (tag transport, steady state, one VCI; "
+        "counted when posted)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -117,10 +117,49 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
 {
     MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[m], __ATOMIC_ACQUIRE);
     if (r && MPIR_Request_is_complete(r)) {
-        MPIDI_PART_msg_done(op, m);
+        /* (direct: r's counter is the request's, and it is done at 0) */
+        if (!__atomic_load_n(&op->direct, __ATOMIC_RELAXED))
+            MPIDI_PART_msg_done(op, m);
         return 1;
     }
     return MPIDI_PART_st_msg_is_done(&op->st, m);
+}
+
+/* Direct completion. A receiver in its steady state whose iteration is one wire message
+ * needs nothing from the engine when it arrives: the message's internal request can count
+ * down the user's request itself. ch4 completes a request by decrementing *cc_ptr (and
+ * releases its completion reference when that reaches 0), so pointing the wire request's
+ * cc_ptr at the user request's counter (1 since MPI_Start) makes the netmod's completion
+ * callback complete the partitioned request in the progress call that delivers the data:
+ * no polling list, no engine lock, no second pass. The status is set beforehand (the plan
+ * fixed the size; the tag transport has no per-message failure once planned).
+ *
+ * The redirection must not race the completion: both run under the lock of the VCI that
+ * carries the message. Only with one VCI in the process (every completion of the message
+ * runs under VCI 0's lock, in the netmod's or shared memory's progress or inline in
+ * MPID_Irecv); with several, the shared-memory path may map VCIs onto fewer queues. Not on
+ * a communicator of one process either: ch4's self path (ch4_self.c) completes a receive by
+ * zeroing its own counter, not through cc_ptr.
+ * Returns whether r now completes the request. */
+static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r)
+{
+    uint32_t replan = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
+    if (op->st.nmsgs != 1 || !op->u.tag.permanent || op->u.tag.vcomm ||
+        MPIDI_global.n_vcis != 1 || (replan && op->st.iter < replan) ||
+        MPIDI_is_self_comm(op->comm))
+        return 0;
+    int armed = 0;
+    MPIDI_PART_set_status(op);
+    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
+    if (!MPIR_cc_is_complete(r->cc_ptr)) {
+        r->cc_ptr = op->req->cc_ptr;
+        armed = 1;
+    }
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
+    __atomic_store_n(&op->direct, armed, __ATOMIC_RELAXED);
+    if (armed)
+        MPIDI_PART_PVAR_ADD(DIRECT_ITERS, 1);
+    return armed;
 }
 
 static int tag_send(MPIDI_PART_op_t * op, int m)
@@ -160,9 +199,14 @@ static int post_recvs(MPIDI_PART_op_t * op)
                                op->datatype, op->peer, (int) (t->base + m),
                                MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET, &r);
         MPIR_ERR_CHECK(mpi_errno);
+        if (n == 1)
+            direct_arm(op, r);
+        /* published after direct_arm: MPI_Parrived reads op->direct once it sees r */
         __atomic_store_n(&t->wreq[m], r, __ATOMIC_RELEASE);
     }
     MPIDI_PART_PVAR_ADD(WIRE_MSGS_RECVD, n);
+    if (n == 1 && __atomic_load_n(&op->direct, __ATOMIC_RELAXED))
+        goto fn_exit;
     for (int m = 0; m < n; m++)
         all_done &= tag_test_msg(op, m);
     if (!all_done)
