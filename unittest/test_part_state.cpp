@@ -143,6 +143,62 @@ TEST(PartState, IterationCompletesOnceWhenEveryMessageIsDone)
     }
 }
 
+// Direct completion (part_tag.c): the one message's arrival completes the user request
+// outside the state machine; MPI_Parrived only notes it (st_msg_seen), and the next start
+// (or the free) ends the iteration (st_direct_end). Nothing is counted twice.
+TEST(PartState, DirectIterationEndsAtTheNextStartOnly)
+{
+    Op op(false, 4);
+    op.plan(4, 4);  // one message of 4 partitions
+    for (int it = 1; it <= 3; it++) {
+        EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
+        EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, 0));
+        if (it != 2) {  // iteration 2: no MPI_Parrived saw the arrival
+            MPIDI_PART_st_msg_seen(&op.st, 0);
+            EXPECT_TRUE(MPIDI_PART_st_msg_is_done(&op.st, 0));
+        }
+        EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));  // seen is not done
+        EXPECT_EQ(MPIDI_PART_st_direct_end(&op.st), 1);
+        EXPECT_FALSE(MPIDI_PART_st_is_running(&op.st));
+        EXPECT_TRUE(MPIDI_PART_st_msg_is_done(&op.st, 0));
+        EXPECT_EQ(MPIDI_PART_st_direct_end(&op.st), 0);  // once only
+        EXPECT_EQ(MPIDI_PART_st_msg_done(&op.st, 0), -1);  // and not counted again
+        EXPECT_EQ(op.completions, 0);  // the state machine completed nothing itself
+    }
+}
+
+TEST(PartState, DirectEndRefusesIterationsOfSeveralMessages)
+{
+    Op op(false, 4);
+    op.plan(4, 2);  // two messages
+    op.start();
+    EXPECT_EQ(MPIDI_PART_st_direct_end(&op.st), 0);
+    EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));
+    op.msg_done(0);
+    op.msg_done(1);
+    EXPECT_EQ(op.completions, 1);
+}
+
+// st_msg_of skips the division for one partition per message and for one message: it
+// must agree with p / ppm for every layout the planner can give.
+TEST(PartState, MessageOfPartitionAgreesWithTheDivision)
+{
+    for (int parts = 1; parts <= 24; parts++)
+        for (int gcd = 1; gcd <= parts; gcd++) {
+            if (parts % gcd)
+                continue;
+            for (int merge = 1; merge <= gcd; merge++) {
+                Op op(false, parts);
+                op.plan(gcd, merge);
+                ASSERT_GT(op.st.ppm, 0);
+                for (int p = 0; p < parts; p++)
+                    ASSERT_EQ(MPIDI_PART_st_msg_of(&op.st, p), p / op.st.ppm)
+                        << parts << " partitions, gcd " << gcd << ", merge " << merge;
+                EXPECT_EQ(MPIDI_PART_st_msg_of(&op.st, parts - 1), op.st.nmsgs - 1);
+            }
+        }
+}
+
 TEST(PartState, ArrivedIsPerPartitionThroughItsMessage)
 {
     Op op(false, 8);

@@ -496,8 +496,8 @@ static inline void direct_catch_up(MPIDI_PART_op_t * op)
 {
     if (__atomic_load_n(&op->direct, __ATOMIC_RELAXED)) {
         __atomic_store_n(&op->direct, 0, __ATOMIC_RELAXED);
-        int last = MPIDI_PART_st_msg_done(&op->st, 0);
-        MPIR_Assert(last == 1);
+        int ended = MPIDI_PART_st_direct_end(&op->st);
+        MPIR_Assert(ended == 1);
     }
 }
 

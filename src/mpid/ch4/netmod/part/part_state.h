@@ -128,13 +128,26 @@ int MPIDI_PART_st_unplan(MPIDI_PART_st_t * st);
  * under way (started before the plan): the caller completes it with the error. */
 int MPIDI_PART_st_fail(MPIDI_PART_st_t * st);
 
+/* The message that holds local partition p (PLANNED only). Without a division in the
+ * common layouts (one partition per message, or one message): an integer division is
+ * about half of a not-yet-arrived MPI_Parrived's own work. */
+static inline int32_t MPIDI_PART_st_msg_of(const MPIDI_PART_st_t * st, int32_t p)
+{
+    int32_t ppm = st->ppm;
+    if (ppm == 1)
+        return p;
+    if (st->nmsgs == 1)
+        return 0;
+    return p / ppm;
+}
+
 /* Lock-free, PLANNED and running only: ready local partition p. Returns the message that
  * became complete, MPIDI_PART_READY_PENDING, or MPIDI_PART_READY_TWICE. */
 static inline int32_t MPIDI_PART_st_ready(MPIDI_PART_st_t * st, int32_t p)
 {
     if (__atomic_exchange_n(&st->ready[p], 1, __ATOMIC_RELAXED))
         return MPIDI_PART_READY_TWICE;
-    int32_t m = p / st->ppm;
+    int32_t m = MPIDI_PART_st_msg_of(st, p);
     /* acq_rel: the thread that completes m sees the other threads' partition data */
     if (__atomic_sub_fetch(&st->cntr[m], 1, __ATOMIC_ACQ_REL) == 0)
         return m;
@@ -174,16 +187,32 @@ static inline int MPIDI_PART_st_msg_done(MPIDI_PART_st_t * st, int32_t m)
     return 0;
 }
 
+/* Lock-free. Message m has arrived, but its completion is counted outside the state
+ * machine (direct completion, part_tag.c): record it for MPI_Parrived's one-load check
+ * only; the iteration stays running until MPIDI_PART_st_direct_end. */
+static inline void MPIDI_PART_st_msg_seen(MPIDI_PART_st_t * st, int32_t m)
+{
+    __atomic_store_n(&st->done[m], 1, __ATOMIC_RELEASE);
+}
+
+/* The iteration's only message was counted down outside the state machine (direct
+ * completion) and the iteration is over: end it here. Only for a planned iteration of
+ * one message, and only by the operation's own calls (its next start or its free). Returns
+ * 1 when it ended a running iteration, 0 when none was running. */
+static inline int MPIDI_PART_st_direct_end(MPIDI_PART_st_t * st)
+{
+    if (!__atomic_load_n(&st->running, __ATOMIC_ACQUIRE) || st->nmsgs != 1)
+        return 0;
+    __atomic_store_n(&st->done[0], 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->left, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->running, 0, __ATOMIC_RELEASE);
+    return 1;
+}
+
 /* Lock-free. Whether message m is done in this iteration (one load). */
 static inline int MPIDI_PART_st_msg_is_done(const MPIDI_PART_st_t * st, int32_t m)
 {
     return __atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE);
-}
-
-/* The message that holds local partition p (PLANNED only). */
-static inline int32_t MPIDI_PART_st_msg_of(const MPIDI_PART_st_t * st, int32_t p)
-{
-    return p / st->ppm;
 }
 
 #ifdef __cplusplus
