@@ -483,10 +483,8 @@ static inline int steady_tag(MPIDI_PART_op_t * op)
 {
     if (MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)
         return 0;
-    /* the plan's installation stored replan_iter before it published PLANNED */
-    uint32_t r = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
     return op->tp == &MPIDI_PART_tag_transport && op->u.tag.permanent &&
-        (r == 0 || op->st.iter >= r) && !MPL_atomic_acquire_load_int(&op->in_poll);
+        !MPIDI_PART_replan_ahead(op) && !MPL_atomic_acquire_load_int(&op->in_poll);
 }
 
 /* A receiver whose last iteration completed directly (its wire receive decremented the
@@ -501,33 +499,15 @@ static inline void direct_catch_up(MPIDI_PART_op_t * op)
     }
 }
 
-int MPIDI_PART_start(MPIR_Request * request)
+/* MPI_Start of an operation not in its steady state (the plan, a CTS or lease, or the
+ * re-plan may be under way): the previous iteration's reset and the state's start under the
+ * engine lock. Returns the state's start action in *action. */
+static int start_locked(MPIDI_PART_op_t * op, int *action)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
-    int action, send_layout = 0;
+    int send_layout = 0;
     MPIDI_PART_plan_t plan = { 0 };     /* a sender's re-plan (0: keep the first plan) */
 
-    MPIR_cc_set(request->cc_ptr, 1);
-    direct_catch_up(op);
-    if (likely(steady_tag(op))) {
-        op->tp->iter_reset(op); /* the last iteration's requests (nothing reads them) */
-        action = MPIDI_PART_st_start(&op->st, 0);
-        if (action == MPIDI_PART_START_RUN) {
-            if (op->is_send) {
-                int32_t none;   /* nothing is held at the start */
-                MPIDI_PART_st_arm(&op->st, &none);
-            } else {
-                mpi_errno = op->tp->recv_arm(op);
-                MPIR_ERR_CHECK(mpi_errno);
-            }
-        } else if (action == MPIDI_PART_START_COMPLETE) {
-            MPIDI_PART_set_status(op);
-            MPIR_cc_set(request->cc_ptr, 0);
-        }
-        MPIR_Part_request_activate(request);
-        goto fn_exit;
-    }
     uint32_t replan_iter = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
     if (unlikely(op->is_send && replan_iter)) {
         /* the plan of a sender is installed when its first iteration ends: st.iter and
@@ -562,22 +542,46 @@ int MPIDI_PART_start(MPIR_Request * request)
     unpoll(op); /* the hook no longer looks at the previous iteration's messages */
     if (unlikely(op->replan_iter) && op->st.iter + 1 == op->replan_iter)
         send_layout = MPIDI_PART_replan_locked(op, op->is_send ? &plan : NULL);
-    action = MPIDI_PART_st_start(&op->st, 0);
-    if (action == MPIDI_PART_START_RUN && op->is_send && op->tp->always_armed(op)) {
+    *action = MPIDI_PART_st_start(&op->st, 0);
+    if (*action == MPIDI_PART_START_RUN && op->is_send && op->tp->always_armed(op)) {
         int32_t none;   /* nothing is held at the start */
         MPIDI_PART_st_arm(&op->st, &none);
     }
 #ifdef MPIDI_CH4_PART_RDMA
     /* under the engine lock: a credit arriving now arms the timer after this reset */
-    if (action == MPIDI_PART_START_RUN && op->timer_ns >= 0 && op->rdma && op->rdma->timer)
+    if (*action == MPIDI_PART_START_RUN && op->timer_ns >= 0 && op->rdma && op->rdma->timer)
         MPIDI_PART_rtimer_start(op, MPIDI_PART_st_is_armed(&op->st));
 #endif
     MPIDI_PART_UNLOCK();
     /* the request is not active yet: nothing reads the previous iteration's messages */
     if (op->tp && !reset_early)
         op->tp->iter_reset(op);
-    if (send_layout) {
+    if (send_layout)
         mpi_errno = MPIDI_PART_send_layout(op);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_PART_start(MPIR_Request * request)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
+    int action;
+
+    MPIR_cc_set(request->cc_ptr, 1);
+    direct_catch_up(op);
+    if (likely(steady_tag(op))) {
+        op->tp->iter_reset(op); /* the last iteration's requests (nothing reads them) */
+        action = MPIDI_PART_st_start(&op->st, 0);
+        if (action == MPIDI_PART_START_RUN && op->is_send) {
+            int32_t none;       /* nothing is held at the start */
+            MPIDI_PART_st_arm(&op->st, &none);
+        }
+    } else {
+        mpi_errno = start_locked(op, &action);
         MPIR_ERR_CHECK(mpi_errno);
     }
 
@@ -728,8 +732,7 @@ static int early_arrival(MPIDI_PART_op_t * op)
  * and before the notice went (after the re-plan, a true MPI_Parrived costs two loads). */
 static inline int early_pending(MPIDI_PART_op_t * op)
 {
-    uint32_t r = op->replan_iter;
-    return unlikely(r) && op->st.iter < r && !__atomic_load_n(&op->early, __ATOMIC_RELAXED);
+    return unlikely(MPIDI_PART_replan_ahead(op)) && !__atomic_load_n(&op->early, __ATOMIC_RELAXED);
 }
 
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)

@@ -332,6 +332,15 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
 
 #define MPIDI_PART_OP(req_) (MPIDI_PART_REQUEST(req_, op))
 
+/* Whether the operation's re-plan (section 4c) is still to come: its plan may change at an
+ * iteration boundary. The plan's installation stores replan_iter before it publishes
+ * PLANNED, so a planned operation reads it with this acquire load. */
+static inline int MPIDI_PART_replan_ahead(MPIDI_PART_op_t * op)
+{
+    uint32_t r = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
+    return r && op->st.iter < r;
+}
+
 /* ---- part_core.c: operations and completion ---------------------------------------- */
 int MPIDI_PART_op_unref(MPIDI_PART_op_t * op);  /* lock held; 1: last ref, destroy it */
 void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op);       /* lock not held */

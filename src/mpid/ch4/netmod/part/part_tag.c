@@ -147,18 +147,17 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
  * MPID_Irecv); with several, the shared-memory path may map VCIs onto fewer queues. Not on
  * a communicator of one process either: ch4's self path (ch4_self.c) completes a receive by
  * zeroing its own counter, not through cc_ptr.
- * Returns whether r now completes the request. */
+ * For an iteration of one message (r is its request, not yet published). Returns whether r
+ * now completes the request. */
 static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r)
 {
-    uint32_t replan = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
-    if (op->st.nmsgs != 1 || !op->u.tag.permanent || op->u.tag.vcomm ||
-        MPIDI_global.n_vcis != 1 || (replan && op->st.iter < replan) ||
-        MPIDI_is_self_comm(op->comm))
+    if (!op->u.tag.permanent || op->u.tag.vcomm || MPIDI_global.n_vcis != 1 ||
+        MPIDI_PART_replan_ahead(op) || MPIDI_is_self_comm(op->comm))
         return 0;
     int armed = 0;
-    MPIDI_PART_set_status(op);
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
     if (!MPIR_cc_is_complete(r->cc_ptr)) {
+        MPIDI_PART_set_status(op);      /* before the completion can be seen */
         r->cc_ptr = op->req->cc_ptr;
         armed = 1;
     }
@@ -196,7 +195,7 @@ static int post_recvs(MPIDI_PART_op_t * op)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_tagop_t *t = &op->u.tag;
-    int n = op->st.nmsgs, all_done = 1;
+    int n = op->st.nmsgs, all_done = 1, direct = 0;
 
     for (int m = 0; m < n; m++) {
         int32_t first, nparts;
@@ -207,13 +206,13 @@ static int post_recvs(MPIDI_PART_op_t * op)
                                MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET, &r);
         MPIR_ERR_CHECK(mpi_errno);
         if (n == 1)
-            direct_arm(op, r);
+            direct = direct_arm(op, r);
         /* published after direct_arm (which sets op->direct first) */
         __atomic_store_n(&t->wreq[m], r, __ATOMIC_RELEASE);
     }
     MPIDI_PART_PVAR_ADD(WIRE_MSGS_RECVD, n);
-    if (n == 1 && __atomic_load_n(&op->direct, __ATOMIC_RELAXED))
-        goto fn_exit;
+    if (direct)
+        goto fn_exit;   /* nothing to poll: the message completes the request */
     for (int m = 0; m < n; m++)
         all_done &= tag_test_msg(op, m);
     if (!all_done)
