@@ -13,7 +13,8 @@
 # Tests:  hostcheck (maint/twohost/hostcheck.c: different hosts, no shared memory, bytes on
 #         the veth), part/part_earlybird, part/part_sweep -n=100, part/part_vci with
 #         MPIR_CVAR_CH4_NUM_VCIS=4, part/part_aggr_bounds, threads/part/part_thread_stress
-#         -spart=64 -rpart=32, and the demo (examples/part_demo.cpp --iters 5).
+#         -spart=64 -rpart=32, part/part_direct (direct completion over TCP; none under
+#         the RDMA transport), and the demo (examples/part_demo.cpp --iters 5).
 # MPICH's test programs are compiled into $TWOHOST_WORK from _src/ against the helper
 # libraries of the test suite in $TESTMPI_DIR (default <repo>/_build/test-mpi, configured by
 # maint/test.sh); without them those tests are skipped.
@@ -178,6 +179,7 @@ p_sweep=$(testprog part/part_sweep)
 p_vci=$(testprog part/part_vci)
 p_aggr=$(testprog part/part_aggr_bounds)
 p_stress=$(testprog threads/part/part_thread_stress)
+p_direct=$(testprog part/part_direct)
 
 for mode in $TWOHOST_MODES; do
     case $mode in
@@ -192,6 +194,7 @@ for mode in $TWOHOST_MODES; do
     run_test "$mode/part_vci" 2 "$menv MPIR_CVAR_CH4_NUM_VCIS=4" "$p_vci"
     run_test "$mode/part_aggr_bounds" 2 "$menv" "$p_aggr"
     run_test "$mode/part_thread_stress" 2 "$menv" "$p_stress" -spart=64 -rpart=32
+    run_test "$mode/part_direct" 2 "$menv" "$p_direct"
     run_test "$mode/demo" 2 "$menv MPIR_CVAR_DEBUG_SUMMARY=1" "$demo" --iters 5
 done
 
