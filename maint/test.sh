@@ -18,7 +18,8 @@
 #   4. two hosts: network namespaces joined by a veth pair, hydra launching across them
 #      (maint/twohost/run-tests.sh; reported as skipped where namespaces cannot be made)
 #   5. the demo, which verifies its data
-#   6. a smoke run of the benchmark suite (bench/run.sh --smoke: our MPICH, a few sizes, data
+#   6. a short run of the calibration tool, whose file the demo then reads
+#   7. a smoke run of the benchmark suite (bench/run.sh --smoke: our MPICH, a few sizes, data
 #      verified), so that the suite cannot rot
 # Writes TAP and JUnit files into _results/ and prints "N passed, M failed"; exits non-zero
 # on any failure.
@@ -199,6 +200,28 @@ if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -pthread -o "$BUILD_DIR/par
 else
     tail -20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null
     record demo 0 1
+fi
+
+# ---- the calibration tool ------------------------------------------------------------------
+# A short run over shared memory (3 sizes, 5 rounds): it must locate the protocol switch
+# between 4 and 16 KiB (MPICH's shared memory changes protocol at 8256 bytes here) and
+# write a file the engine reads (the demo again, with MPIR_CVAR_PART_LOGGP_FILE naming it:
+# a file that does not parse fails MPI_Precv_init).
+step "calibration tool (tools/part-calibrate, a short run; the engine reads its file)"
+cal=$BUILD_DIR/part_calibrate
+if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -o "$cal" \
+        "$top/tools/part-calibrate/part_calibrate.cpp" > "$RESULTS/calibrate-build.log" 2>&1 \
+   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$RESULTS/calibrate.loggp" -t shm \
+        -s 1K,4K,16K -r 5 > "$RESULTS/calibrate.log" 2>&1 \
+   && grep -q "^protocol switch between" "$RESULTS/calibrate.log" \
+   && [ "$(grep -c '^[0-9]' "$RESULTS/calibrate.loggp")" -ge 5 ] \
+   && MPIR_CVAR_PART_LOGGP_FILE="$RESULTS/calibrate.loggp" timeout 300 "$PREFIX/bin/mpiexec" \
+        -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-demo.log" 2>&1; then
+    record calibrate 1 0
+else
+    tail -20 "$RESULTS/calibrate-build.log" "$RESULTS/calibrate.log" \
+        "$RESULTS/calibrate-demo.log" 2>/dev/null
+    record calibrate 0 1
 fi
 
 # ---- benchmark smoke run ------------------------------------------------------------------

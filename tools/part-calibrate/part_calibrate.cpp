@@ -13,6 +13,9 @@
 //   L(s)    = PRTT(1,0,s)/2 - o_s(s) - o_r(s) - G*s, clamped at >= 0
 // The file gets one segment per measured size (min_bytes = s, its own L, o_s, o_r, and the
 // g, G of the fitted piece that holds s), so a lookup finds the nearest measured size below.
+// Where o_s + o_r steps up between two listed sizes (a protocol switch), the step is
+// located by bisection and the sizes on either side of it added (refine_switches; -R turns
+// this off).
 //
 // Plain MPI_Send/MPI_Recv: run against any MPI, it measures that MPI's transport.
 //   mpiexec -n 2 ./part_calibrate -o /tmp/shm.loggp -t shm
@@ -54,6 +57,7 @@ struct Options {
     double warm_us = 20000;     // warm-up budget per phase (MPICH runs its first ~60 round
                                 // trips of a phase several us slower on shared memory)
     bool append = false;
+    bool refine = true;         // locate protocol switches (refine_switches)
 };
 
 struct Point {                  // per measured size, all in microseconds
@@ -149,6 +153,83 @@ void server()
     }
 }
 
+// All of one size's round trips (the header's formulas; L and the fitted g, G come later).
+Point measure(const Options & opt, int64_t s)
+{
+    Point p{};
+    p.s = s;
+    const int n = opt.n;
+    const double guess = 1.0 + (double) s * 1e-3;      // about 1 GB/s
+    p.prtt1 = prtt(opt, 1, 0, s, guess);
+    p.prttn = prtt(opt, n, 0, s, n * p.prtt1);
+    const double d = p.prtt1;
+    p.prttnd = prtt(opt, n, d, s, n * 2 * d);
+    prtt(opt, n, d, s, n * 3 * d, 2 * d, &p.orr);
+    p.gall = (p.prttn - p.prtt1) / (n - 1);
+    p.os = std::max(0.0, (p.prttnd - p.prtt1) / (n - 1) - d);
+    return p;
+}
+
+// ---- protocol switches -------------------------------------------------------------------
+// Between two listed sizes whose per-message overhead o_s + o_r more than doubles (and grows
+// by more than 1 us), the MPI may have changed protocol (eager to rendezvous, a copy to a
+// registration). A model that used the smaller size's segment up to the larger size would
+// then see the cheap protocol where the expensive one runs. So the bracket is bisected (a
+// midpoint belongs to the upper side when its overhead, the lower of two measurements
+// (noise only adds time), is above the geometric mean of the ends) down to one byte below
+// 64 KiB (1/1024 of the size above), both ends are measured again, and it is a switch when
+// the overhead still jumps by half or more across that narrow bracket; a slope (large
+// rendezvous messages, whose overhead includes the transfer) does not. Both ends of a
+// switch become segments, the upper one being the first size that pays the expensive
+// protocol. Within the 16 segments of a file.
+
+double overhead(const Point & p)
+{
+    return p.os + p.orr;
+}
+
+Point lower_of_two(const Options & opt, const Point & p)
+{
+    const Point q = measure(opt, p.s);
+    return overhead(q) < overhead(p) ? q : p;
+}
+
+void refine_switches(const Options & opt, std::vector<Point> & pts)
+{
+    for (size_t i = 0; i + 1 < pts.size(); ++i) {
+        Point lo = pts[i], hi = pts[i + 1];
+        const double a = overhead(lo), b = overhead(hi);
+        if (!(b > 2.0 * a && b - a > 1.0))
+            continue;
+        const int64_t res = lo.s < 65536 ? 1 : lo.s / 1024;
+        while (hi.s - lo.s > res) {
+            const Point q = lower_of_two(opt, measure(opt, lo.s + (hi.s - lo.s) / 2));
+            (overhead(q) > std::sqrt(a * b) ? hi : lo) = q;
+        }
+        lo = lower_of_two(opt, lo);
+        hi = lower_of_two(opt, hi);
+        if (!(overhead(hi) >= 1.5 * overhead(lo))) {
+            std::printf("no protocol switch between %lld and %lld bytes: the overhead grows "
+                        "with the size\n", (long long) pts[i].s, (long long) pts[i + 1].s);
+            continue;
+        }
+        std::vector<Point> add;
+        if (lo.s != pts[i].s)
+            add.push_back(lo);
+        if (hi.s != pts[i + 1].s)
+            add.push_back(hi);
+        if (pts.size() + add.size() > (size_t) kMaxSizes) {
+            std::printf("protocol switch between %lld and %lld bytes not kept: at most %d "
+                        "sizes\n", (long long) lo.s, (long long) hi.s, kMaxSizes);
+            continue;
+        }
+        std::printf("protocol switch between %lld and %lld bytes (o_s + o_r %.3f -> %.3f us)\n",
+                    (long long) lo.s, (long long) hi.s, overhead(lo), overhead(hi));
+        pts.insert(pts.begin() + (long) i + 1, add.begin(), add.end());
+        i += add.size();
+    }
+}
+
 // ---- piecewise least squares of y = g + G*s ----------------------------------------------
 
 struct Fit {
@@ -215,14 +296,17 @@ void usage()
 {
     std::fprintf(stderr,
                  "usage: mpiexec -n 2 part_calibrate [-o FILE] [-a] [-t NAME] [-n N] [-r REPS]\n"
-                 "                                   [-s SIZE,SIZE,...]\n"
+                 "                                   [-s SIZE,SIZE,...] [-R]\n"
                  "  -o FILE  write the parameter file (default: only print the table)\n"
                  "  -a       append to FILE instead of replacing it\n"
                  "  -t NAME  transport name of the 'transport' header line (default: default)\n"
                  "  -n N     messages per PRTT(n,*,s) round (default 10)\n"
                  "  -r REPS  measured rounds per value, the median is kept (default 25)\n"
                  "  -s LIST  message sizes in bytes, ascending, at most %d\n"
-                 "           (default 8,16,64,256,1K,4K,16K,64K,256K,1M,4M)\n", kMaxSizes);
+                 "           (default 8,16,64,256,1K,4K,16K,64K,256K,1M,4M)\n"
+                 "  -R       only the listed sizes (by default a protocol switch between two of\n"
+                 "           them is located and its two ends added, within %d sizes)\n",
+                 kMaxSizes, kMaxSizes);
 }
 
 bool parse_sizes(const char *arg, std::vector<int64_t> & out)
@@ -257,6 +341,8 @@ bool parse_options(int argc, char **argv, Options & o)
         const bool has = i + 1 < argc;
         if (a == "-a")
             o.append = true;
+        else if (a == "-R")
+            o.refine = false;
         else if (a == "-o" && has)
             o.out = argv[++i];
         else if (a == "-t" && has)
@@ -347,20 +433,10 @@ int main(int argc, char **argv)
         server();
     if (rank == 0) {
         std::vector<Point> pts;
-        for (int64_t s : opt.sizes) {
-            Point p{};
-            p.s = s;
-            const int n = opt.n;
-            const double guess = 1.0 + (double) s * 1e-3;      // about 1 GB/s
-            p.prtt1 = prtt(opt, 1, 0, s, guess);
-            p.prttn = prtt(opt, n, 0, s, n * p.prtt1);
-            const double d = p.prtt1;
-            p.prttnd = prtt(opt, n, d, s, n * 2 * d);
-            prtt(opt, n, d, s, n * 3 * d, 2 * d, &p.orr);
-            p.gall = (p.prttn - p.prtt1) / (n - 1);
-            p.os = std::max(0.0, (p.prttnd - p.prtt1) / (n - 1) - d);
-            pts.push_back(p);
-        }
+        for (int64_t s : opt.sizes)
+            pts.push_back(measure(opt, s));
+        if (opt.refine)
+            refine_switches(opt, pts);
         Ctrl stop{CMD_STOP, 0, 0, 0, 0, 0};
         MPI_Send(&stop, sizeof stop, MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
         std::vector<size_t> starts;

@@ -80,37 +80,50 @@
  * Columns: min_bytes, L, o_s, o_r, g, G (us, us/byte). These are MPI-level (blocking
  * MPI_Send/MPI_Recv) values, as Netgauge's MPI module gives: from 16 KiB on (rendezvous)
  * o_s and o_r include the transfer itself, and L comes out as 0 because the measured
- * o_s + o_r exceed half the round trip. Run the tool on the target machine for real use. */
+ * o_s + o_r exceed half the round trip. Run the tool on the target machine for real use.
+ * The sizes of 2026-11-25 (4 KiB, then 16 KiB) missed where the protocol changes: with
+ * them every message up to 16 KiB looked eager, and over TCP the model merged 1 KiB
+ * partitions into 8-15 KiB messages that each paid a rendezvous (4 x 32 at 128 KiB: 11
+ * messages, 2.3x the time of one). On 2026-11-26 the tool, which now locates such steps
+ * (part_calibrate.cpp, refine_switches), found them at 8256 bytes on shared memory
+ * (8255: o_s + o_r 0.8-2.9 us, 8256: 6.7-7.8 us) and at 8192 over TCP (8191: 9-13 us,
+ * 8192: 90-118 us), the same in three runs each; the machine was in its slower state then
+ * (every value 1.5-3x the table's), so the tables keep the 2026-11-25 values and gain a
+ * segment at each switch with the values of the next measured size. */
 static const MPIDI_PART_loggp_t builtin_shm = {
-    11, "shm", {
-        {8, 0, 0.0939, 0.0722, 0.103, 2.013e-05},
-        {16, 0, 0.0994, 0.0723, 0.103, 2.013e-05},
-        {64, 0, 0.0872, 0.0734, 0.103, 2.013e-05},
-        {256, 0, 0.1352, 0.0912, 0.103, 2.013e-05},
-        {1024, 0, 0.1498, 0.0992, 0.1033, 1.913e-05},
-        {4096, 0, 0.1702, 0.1534, 0.1033, 1.913e-05},
-        {16384, 0, 2.932, 2.937, 1.74, 6.552e-05},
-        {65536, 0, 5.908, 5.857, 1.74, 6.552e-05},
-        {262144, 0, 21.84, 18.55, 1.74, 6.552e-05},
-        {1048576, 0, 76.43, 73.46, 1.74, 6.552e-05},
-        {4194304, 0, 328.6, 303.2, 1.74, 6.552e-05}
+    13, "shm", {
+        {8, 0.0344, 0.3341, 0.2183, 0.2583, 0.0001859},
+        {16, 0.0075, 0.3587, 0.2226, 0.2583, 0.0001859},
+        {64, 0.0245, 0.3332, 0.239, 0.2583, 0.0001859},
+        {256, 0, 0.378, 0.3081, 0.2583, 0.0001859},
+        {1024, 0, 0.5444, 0.3919, 0.2583, 0.0001859},
+        {4096, 0, 0.9772, 0.7292, 0.2583, 0.0001859},
+        {8255, 0, 1.77, 1.143, 0.2583, 0.0001859},
+        {8256, 0, 4.175, 3.605, 3.238, 9.598e-05},
+        {16384, 0, 4.885, 4.331, 3.238, 9.598e-05},
+        {65536, 0, 9.241, 8.61, 3.238, 9.598e-05},
+        {262144, 0, 27.54, 27.44, 3.238, 9.598e-05},
+        {1048576, 0, 107, 108.2, 3.238, 9.598e-05},
+        {4194304, 0, 459.4, 477.6, 3.238, 9.598e-05}
     }
 };
 
 /* TCP over loopback through UCX (same machine and runs as above) */
 static const MPIDI_PART_loggp_t builtin_tcp = {
-    11, "tcp", {
-        {8, 0, 3.953, 1.916, 4.394, 1.088e-04},
-        {16, 0, 3.997, 1.842, 4.394, 1.088e-04},
-        {64, 0, 3.969, 1.867, 4.394, 1.088e-04},
-        {256, 0, 4.628, 0.8992, 4.394, 1.088e-04},
-        {1024, 0, 5.565, 1.317, 4.449, 9.845e-05},
-        {4096, 0, 5.027, 1.233, 4.449, 9.845e-05},
-        {16384, 0, 36.59, 31.27, 33.12, 7.723e-05},
-        {65536, 0, 39.01, 33.66, 33.12, 7.723e-05},
-        {262144, 0, 63.88, 52.86, 33.91, 7.723e-05},
-        {1048576, 0, 118, 118.8, 33.91, 7.723e-05},
-        {4194304, 0, 602.5, 542.4, 0, 1.47e-04}
+    13, "tcp", {
+        {8, 0, 6.125, 3.13, 6.696, 0.0002812},
+        {16, 0, 6.191, 3.109, 6.696, 0.0002812},
+        {64, 0, 6.193, 3.132, 6.696, 0.0002812},
+        {256, 0, 6.957, 1.451, 6.696, 0.0002812},
+        {1024, 0, 7.171, 3.001, 6.696, 0.0002812},
+        {4096, 0, 8.167, 3.337, 6.696, 0.0002812},
+        {8191, 0, 7.929, 4.27, 6.696, 0.0002812},
+        {8192, 0, 60.65, 56.95, 55.42, 0.0002522},
+        {16384, 0, 60.82, 58.17, 55.42, 0.0002522},
+        {65536, 0, 70.48, 67.08, 55.42, 0.0002522},
+        {262144, 0, 120.3, 115.5, 55.42, 0.0002522},
+        {1048576, 0, 329.3, 328.3, 55.42, 0.0002538},
+        {4194304, 0, 1161, 1084, 55.42, 0.0002538}
     }
 };
 
@@ -567,21 +580,52 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
-                                     double *out)
+typedef struct {
+    double t;
+    int32_t j;
+} obs_event_t;
+
+static int event_cmp(const void *a, const void *b)
 {
-    out[0] = 0;
-    for (int32_t j = 1; j < n; j++) {
-        double a = ready[j - 1], b = ready[j], step;
-        if (a <= b) {
-            step = b - a - (sent ? sent[j - 1] : 0);
-            step = step > 0 ? step : 0;
-        } else {
-            step = a - b - (sent ? sent[j] : 0);
-            step = step > 0 ? -step : 0;
-        }
-        out[j] = out[j - 1] + step;
+    const obs_event_t *x = (const obs_event_t *) a, *y = (const obs_event_t *) b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->j > y->j) - (x->j < y->j);
+}
+
+void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
+                                    double *out)
+{
+    double first = ready[0];
+    for (int32_t j = 1; j < n; j++)
+        first = ready[j] < first ? ready[j] : first;
+    obs_event_t *ev = sent ? (obs_event_t *) malloc(sizeof(obs_event_t) * n) : NULL;
+    if (ev == NULL) {   /* nothing to take out (or no memory): the times as observed */
+        for (int32_t j = 0; j < n; j++)
+            out[j] = ready[j] - first;
+        return;
     }
+    for (int32_t j = 0; j < n; j++) {
+        ev[j].t = ready[j];
+        ev[j].j = j;
+    }
+    qsort(ev, (size_t) n, sizeof(obs_event_t), event_cmp);
+    /* in time order: the busy time before t is the closed intervals' total plus the part
+     * of the open one [cur_s, cur_e] before t */
+    double closed = 0, cur_s = ev[0].t, cur_e = ev[0].t;
+    for (int32_t i = 0; i < n; i++) {
+        const double t = ev[i].t, s = sent[ev[i].j];
+        double busy = closed + (t < cur_e ? t - cur_s : cur_e - cur_s);
+        out[ev[i].j] = t - busy - first;
+        if (t <= cur_e) {
+            cur_e = t + s > cur_e ? t + s : cur_e;
+        } else {
+            closed += cur_e - cur_s;
+            cur_s = t;
+            cur_e = t + s;
+        }
+    }
+    free(ev);
 }
 
 int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,

@@ -123,18 +123,23 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
  * ready[j] (us, any origin): when gcd-message j became complete in the observed iteration
  * (the MPI_Pready call that readied its last partition); sent[j] (us, >= 0): how long that
  * call then spent sending it (the observed layout sent every gcd-message as it completed,
- * so a thread's next MPI_Pready came that much later than it would have without the send).
- * The gap between neighbours j-1 and j is |ready[j] - ready[j-1]| less the send time of
- * the earlier of the two; where it exceeds tau (us) the two are kept in different wire
+ * so a thread's next MPI_Pready came that much later than it would have without the send,
+ * and so did other threads' calls held up by it: the VCI's lock, the cores).
+ * The timeline without those sends (MPIDI_PART_ploggp_adjust_ready) decides; the gap
+ * between neighbours j-1 and j is the distance of their adjusted times; where it exceeds
+ * tau (us) the two are kept in different wire
  * messages: merging them would hold the earlier one back longer than tau, the cost of one
  * extra message (the timer aggregator's deadline, part_timer.h). Candidates are the merge
  * factors k that cut every such boundary (k divides each boundary position j), with at
  * most max_msgs wire messages (max_msgs < 1: no limit); above 256 gcd-messages only the
  * extremes, powers of two of k and k = ceil(n / 2^i) are tried. */
 
-/* The observed timeline without the observed layout's own sends: out[0] = 0 and out[j] =
- * out[j-1] + the signed gap between j-1 and j (|ready[j] - ready[j-1]| less the send time
- * of the earlier one, at least 0). The model and the boundaries use these times. */
+/* The observed timeline without the observed layout's own sends: out[j] = ready[j] less the
+ * time before ready[j] during which any send was under way (the union of the intervals
+ * [ready[i], ready[i] + sent[i]]), less the same for the earliest ready time, which thus
+ * becomes 0. Sends are taken to hold up every thread (one VCI's lock, 2 cores); where
+ * threads really ran beside the sends this shortens their gaps. sent == NULL: out[j] =
+ * ready[j] less the earliest. The model and the boundaries use these times. */
 void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
                                     double *out);
 
