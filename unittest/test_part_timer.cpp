@@ -222,3 +222,34 @@ TEST(PartTimer, DefaultTimeoutFromTheModel)
         EXPECT_LT(x, 1e4);
     }
 }
+
+TEST(PartTimer, FlushSendsWhatWaitsWhateverTheDeadline)
+{
+    Group G(6, 1000.0);
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_flush(&G.g, G.buf.data())), Runs{});  // nothing
+    G.ready(0, 0.0);
+    G.ready(1, 1.0);
+    G.ready(3, 2.0);
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_flush(&G.g, G.buf.data())), (Runs{{0, 2}, {3, 1}}));
+    EXPECT_FALSE(MPIDI_PART_tgroup_due(&G.g, 1e9));    // nothing waits any more
+    G.ready(2, 3.0);                                    // waits again, under a new deadline
+    EXPECT_EQ(G.tick(500.0), Runs{});
+    EXPECT_EQ(G.ready(4, 4.0), Runs{});
+    EXPECT_EQ(G.ready(5, 5.0), (Runs{{2, 1}, {4, 2}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+}
+
+TEST(PartTimer, TheLastPartitionAloneOnlyWhenItIsTheLastAndSomethingWaits)
+{
+    Group G(4, 10.0);
+    G.ready(0, 0.0);
+    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 3));
+    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 2));
+    EXPECT_TRUE(MPIDI_PART_timer_last_alone(&G.g, 1));
+    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 0));
+    MPIDI_PART_tgroup_flush(&G.g, G.buf.data());
+    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 1));        // nothing waits
+    Group N(4, -1.0);                                          // waits for the whole group
+    N.ready(0, 0.0);
+    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&N.g, 1));
+}

@@ -664,7 +664,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
                 mpi_errno = ready_twice_error(p);
                 goto fn_fail;
             }
-            mpi_errno = MPIDI_PART_rtimer_ready(op, p);
+            mpi_errno = MPIDI_PART_rtimer_ready(op, p, i == n - 1);
             MPIR_ERR_CHECK(mpi_errno);
         }
     }

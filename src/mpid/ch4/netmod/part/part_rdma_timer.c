@@ -26,6 +26,7 @@ struct MPIDI_PART_rtimer {
     int32_t ngroups;
     int32_t ppg;                /* the sender's partitions per full group */
     int32_t sparts;             /* the sender's partitions */
+    int32_t nready;             /* sender: partitions readied in this iteration (lock) */
     MPIDI_PART_tgroup_t *g;     /* sender: per group */
     uint8_t *tstate;            /* sender: per partition (the groups' state) */
     int32_t *runlen;            /* sender: per partition, length of the run written from it */
@@ -245,6 +246,7 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
     MPID_Thread_mutex_lock(&t->lock, &err);
     for (int32_t m = 0; m < t->ngroups; m++)
         MPIDI_PART_tgroup_reset(&t->g[m]);
+    t->nready = 0;
     memset(t->wdone, 0, sizeof(int32_t) * t->ngroups);
     __atomic_store_n(&t->active, 1, __ATOMIC_RELEASE);  /* read by MPI_Pready without the lock */
     t->armed = armed;
@@ -257,7 +259,7 @@ int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op)
     return t && op->is_send && __atomic_load_n(&t->active, __ATOMIC_ACQUIRE);
 }
 
-int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p)
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
@@ -267,12 +269,19 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p)
 
     MPID_Thread_mutex_lock(&t->lock, &err);
     if (t->armed) {     /* before the credit, MPIDI_PART_rtimer_arm counts p */
-        int32_t nr = MPIDI_PART_tgroup_ready(&t->g[m], p - m * t->ppg,
+        MPIDI_PART_tgroup_t *g = &t->g[m];
+        int32_t nr = MPIDI_PART_tgroup_ready(g, p - m * t->ppg,
                                              MPIDI_PART_now_ns() / 1000.0, runs);
+        t->nready += nr >= 0;   /* ETWICE: the arming counted p already */
+        /* one partition of the operation left once this MPI_Pready* call is done: what
+         * waits goes now (part_timer.h; a call that readies the last one too sends whole
+         * groups as before) */
+        if (nr == 0 && last_of_call && MPIDI_PART_timer_last_alone(g, t->sparts - t->nready))
+            nr = MPIDI_PART_tgroup_flush(g, runs);
         if (nr > 0)
             n = runs_to_writes(op, t, m, runs, nr, w);
         else
-            note_deadline(&t->g[m]);    /* ETWICE: the arming counted p already */
+            note_deadline(g);
     }
     MPID_Thread_mutex_unlock(&t->lock, &err);
     int mpi_errno = n ? send_writes(op, w, n) : MPI_SUCCESS;
@@ -300,6 +309,7 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
             if (!__atomic_load_n(&op->st.ready[p], __ATOMIC_ACQUIRE))
                 continue;
             int32_t nr = MPIDI_PART_tgroup_ready(&t->g[m], i, now, runs);
+            t->nready += nr >= 0;
             if (nr > 0)
                 n += runs_to_writes(op, t, m, runs, nr, w + n);
         }

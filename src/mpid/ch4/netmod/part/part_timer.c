@@ -74,6 +74,11 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
     return 0;
 }
 
+int32_t MPIDI_PART_tgroup_flush(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
+{
+    return g->pending > 0 ? fire(g, runs) : 0;
+}
+
 double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,
                                         int64_t part_bytes)
 {

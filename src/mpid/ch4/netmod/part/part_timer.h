@@ -82,6 +82,24 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
  * run of ready-unsent partitions into runs, mark them sent, return how many. Otherwise 0. */
 int32_t MPIDI_PART_tgroup_tick(MPIDI_PART_tgroup_t * g, double now, MPIDI_PART_run_t * runs);
 
+/* Fire now, whatever the deadline: every maximal run of ready-unsent partitions into runs,
+ * marked sent; returns how many (0 when nothing waits). The engine calls it when one
+ * partition of the whole operation is left to ready (MPIDI_PART_timer_last_alone). */
+int32_t MPIDI_PART_tgroup_flush(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs);
+
+/* Whether what waits should go now because the operation's last partition is the only one
+ * left to ready (unready = the operation's partitions not yet readied in this iteration).
+ * Then no later MPI_Pready of another partition will notice a deadline, and in the common
+ * "compute, then MPI_Pready" program no progress call comes either: what waits would wait
+ * for that last partition however late it is and go with it, after the iteration's last
+ * MPI_Pready, where its bytes delay the completion (the perceived bandwidth). Sent now, the
+ * last MPI_Pready sends its own partition only, as without aggregation, for at most one
+ * write more per iteration. Not with timeout < 0 (the group waits for all: plain PLogGP). */
+static inline int MPIDI_PART_timer_last_alone(const MPIDI_PART_tgroup_t * g, int32_t unready)
+{
+    return unready == 1 && g->pending > 0 && g->timeout >= 0;
+}
+
 /* Whether a tick at now would fire (read-only; serialised like the others). */
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now);
 
