@@ -70,26 +70,24 @@
 
 /* ---- built-in tables -------------------------------------------------------------------- */
 
-/* Measured 2026-11-25 on the development machine (2-core AMD EPYC VM, Debian 12, Debian's
- * MPICH 4.0.2 ch4:ucx, 1-minute load average 1.3-1.4 from other work) with
+/* Measured 2026-11-26 on the development machine (2-core AMD EPYC VM, Debian 12, Debian's
+ * MPICH 4.0.2 ch4:ucx, 1-minute load average 1.2-1.7, the VM in its slower state) with
  *   make -C tools/part-calibrate MPICXX=mpicxx.mpich
  *   mpiexec.mpich -n 2 tools/part-calibrate/part_calibrate -o shm.loggp -t shm
  *   MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self \
  *     mpiexec.mpich -n 2 tools/part-calibrate/part_calibrate -o tcp.loggp -t tcp
- * three runs each (n = 10, 25 rounds each); every value is the median of the three runs.
- * Columns: min_bytes, L, o_s, o_r, g, G (us, us/byte). These are MPI-level (blocking
- * MPI_Send/MPI_Recv) values, as Netgauge's MPI module gives: from 16 KiB on (rendezvous)
- * o_s and o_r include the transfer itself, and L comes out as 0 because the measured
- * o_s + o_r exceed half the round trip. Run the tool on the target machine for real use.
- * The sizes of 2026-11-25 (4 KiB, then 16 KiB) missed where the protocol changes: with
- * them every message up to 16 KiB looked eager, and over TCP the model merged 1 KiB
- * partitions into 8-15 KiB messages that each paid a rendezvous (4 x 32 at 128 KiB: 11
- * messages, 2.3x the time of one). On 2026-11-26 the tool, which now locates such steps
- * (part_calibrate.cpp, refine_switches), found them at 8256 bytes on shared memory
- * (8255: o_s + o_r 0.8-2.9 us, 8256: 6.7-7.8 us) and at 8192 over TCP (8191: 9-13 us,
- * 8192: 90-118 us), the same in three runs each; the machine was in its slower state then
- * (every value 1.5-3x the table's), so the tables keep the 2026-11-25 values and gain a
- * segment at each switch with the values of the next measured size. */
+ * three runs each (n = 10, 25 rounds each); every value is the median of the three runs,
+ * over the sizes all three have. Columns: min_bytes, L, o_s, o_r, g, G (us, us/byte).
+ * These are MPI-level (blocking MPI_Send/MPI_Recv) values, as Netgauge's MPI module gives:
+ * from the protocol switch on (rendezvous) o_s and o_r include the transfer itself, and L
+ * comes out as 0 because the measured o_s + o_r exceed half the round trip. Run the tool
+ * on the target machine for real use.
+ * The tables of 2026-11-25 (sizes 4 KiB, then 16 KiB) missed where the protocol changes:
+ * every message below 16 KiB looked eager, and over TCP the model merged 1 KiB partitions
+ * into 8-15 KiB messages that each paid a rendezvous (4 x 32 at 128 KiB: 11 messages, 2.3x
+ * the time of one). The tool now locates such steps (part_calibrate.cpp, refine_switches):
+ * 8256 bytes on shared memory (8255: o_s + o_r 0.8-2.9 us, 8256: 6.7-7.8 us) and 8192 over
+ * TCP (8191: 9-13 us, 8192: 90-118 us), the same in all three runs. */
 static const MPIDI_PART_loggp_t builtin_shm = {
     13, "shm", {
         {8, 0.0344, 0.3341, 0.2183, 0.2583, 0.0001859},
@@ -108,7 +106,7 @@ static const MPIDI_PART_loggp_t builtin_shm = {
     }
 };
 
-/* TCP over loopback through UCX (same machine and runs as above) */
+/* TCP over loopback through UCX (same machine, date and method as above) */
 static const MPIDI_PART_loggp_t builtin_tcp = {
     13, "tcp", {
         {8, 0, 6.125, 3.13, 6.696, 0.0002812},
