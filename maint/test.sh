@@ -213,7 +213,7 @@ if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -o "$cal" \
         "$top/tools/part-calibrate/part_calibrate.cpp" > "$RESULTS/calibrate-build.log" 2>&1 \
    && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$RESULTS/calibrate.loggp" -t shm \
         -s 1K,4K,16K -r 5 > "$RESULTS/calibrate.log" 2>&1 \
-   && grep -q "^protocol switch between" "$RESULTS/calibrate.log" \
+   && grep -q "^protocol switch between .* bytes (o_s" "$RESULTS/calibrate.log" \
    && [ "$(grep -c '^[0-9]' "$RESULTS/calibrate.loggp")" -ge 5 ] \
    && MPIR_CVAR_PART_LOGGP_FILE="$RESULTS/calibrate.loggp" timeout 300 "$PREFIX/bin/mpiexec" \
         -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-demo.log" 2>&1; then

@@ -677,8 +677,12 @@ TEST(PloggpObserved, IsTheArgminOverTheAllowedCandidates)
         std::vector<double> ready(n), sent(n);
         const double tau = 5 * u(rng);
         for (int32_t j = 0; j < n; j++) {
-            // clusters: mostly small steps, sometimes a jump
-            ready[j] = (j ? ready[j - 1] : 0) + (u(rng) < 0.15 ? 100 * u(rng) : 0.1 * u(rng));
+            // clusters: mostly small steps, sometimes a jump, sometimes back in time (threads
+            // whose partitions interleave) or the same time (one MPI_Pready_range call)
+            const double x = u(rng);
+            const double step = x < 0.15 ? 100 * u(rng) : x < 0.25 ? -30 * u(rng)
+                : x < 0.35 ? 0.0 : 0.1 * u(rng);
+            ready[j] = (j ? ready[j - 1] : 0) + step;
             sent[j] = 0.5 * u(rng);
         }
         const int32_t max_msgs = (rng() % 3) ? 0 : 1 + (int32_t) (rng() % n);

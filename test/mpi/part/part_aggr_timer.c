@@ -17,10 +17,11 @@
  *             then the rest is readied
  *   laggard   every partition but the last readied; the receiver must see every partition
  *             outside the last gcd-message arrive (within 10 s), the last one not; then the
- *             last is readied. With the timer and a deadline of 100 ms or more, the
- *             receiver's go must come within half the deadline: with one partition of the
- *             operation left, what waits goes at once (part_timer.h,
- *             MPIDI_PART_timer_last_alone), not at the deadline
+ *             last is readied. Every other laggard iteration the laggard is partition 0
+ *             instead (its group waits while every other group is whole). With the timer
+ *             and a deadline of 100 ms or more, the receiver's go must come within half the
+ *             deadline: with one partition of the operation left, what waits goes at once
+ *             (part_timer.h, MPIDI_PART_timer_last_alone), not at the deadline
  *
  * With the RDMA transport forced (MPIR_CVAR_PART_TRANSPORT=ofi or verbs), the sender checks
  * the writes of each iteration (pvars: the backend's writes, part_timer_runs, and
@@ -230,17 +231,19 @@ int main(int argc, char *argv[])
                 MPI_Recv(&dummy, 1, MPI_INT, 1, 1, ctl, MPI_STATUS_IGNORE);
                 MPI_Pready_range(s1, spart - 1, req);
             } else {
+                int first = (it / 3) % 2;       /* the laggard: partition 0, else the last */
                 double t0 = MPI_Wtime();
-                MPI_Pready_range(0, spart - 2, req);
+                MPI_Pready_range(first, spart - 2 + first, req);
                 MPI_Recv(&dummy, 1, MPI_INT, 1, 2, ctl, MPI_STATUS_IGNORE);
                 double waited = MPI_Wtime() - t0;
-                MTestPrintfMsg(1, "iter %d laggard: go after %.3f ms\n", it, waited * 1e3);
-                MPI_Pready(spart - 1, req);
+                MTestPrintfMsg(1, "iter %d laggard %d: go after %.3f ms\n", it,
+                               first ? 0 : spart - 1, waited * 1e3);
+                MPI_Pready(first ? 0 : spart - 1, req);
                 /* one partition left: what waits goes at once, not at the deadline */
                 if (timer && it > 0 && timeout >= 100000 && waited > timeout * 0.5e-6) {
-                    fprintf(stderr, "iter %d (laggard): the partitions before the last arrived "
-                            "after %.0f ms, not at once (deadline %d ms)\n", it,
-                            waited * 1e3, timeout / 1000);
+                    fprintf(stderr, "iter %d (laggard %d): the other partitions arrived after "
+                            "%.0f ms, not at once (deadline %d ms)\n", it,
+                            first ? 0 : spart - 1, waited * 1e3, timeout / 1000);
                     errs++;
                 }
             }
@@ -276,7 +279,8 @@ int main(int argc, char *argv[])
                         fprintf(stderr, "iter %d: no run in the early pattern\n", it);
                         errs++;
                     }
-                } else if (!k || last >= 2) {
+                } else if (!k || last >= 2 || (it / 3) % 2) {
+                    /* the laggard's group: the others as one run, then the laggard */
                     check(it, "writes", w, G + 1);
                     check(it, "runs", r, 2);
                 }
@@ -298,7 +302,10 @@ int main(int argc, char *argv[])
                 expect_arrived(req, rpart, 0, r1, buf, rcount, it);
                 MPI_Send(&dummy, 1, MPI_INT, 0, 1, ctl);
             } else if (pat == LAGGARD) {
-                expect_arrived(req, rpart, 0, rpart - r1, buf, rcount, it);
+                if ((it / 3) % 2)       /* partition 0 is the laggard */
+                    expect_arrived(req, rpart, r1, rpart, buf, rcount, it);
+                else
+                    expect_arrived(req, rpart, 0, rpart - r1, buf, rcount, it);
                 MPI_Send(&dummy, 1, MPI_INT, 0, 2, ctl);
             }
             MPI_Wait(&req, MPI_STATUS_IGNORE);

@@ -594,6 +594,8 @@ static int event_cmp(const void *a, const void *b)
 void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
                                     double *out)
 {
+    if (n < 1)
+        return;
     double first = ready[0];
     for (int32_t j = 1; j < n; j++)
         first = ready[j] < first ? ready[j] : first;

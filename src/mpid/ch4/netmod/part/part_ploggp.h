@@ -139,7 +139,8 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
  * [ready[i], ready[i] + sent[i]]), less the same for the earliest ready time, which thus
  * becomes 0. Sends are taken to hold up every thread (one VCI's lock, 2 cores); where
  * threads really ran beside the sends this shortens their gaps. sent == NULL: out[j] =
- * ready[j] less the earliest. The model and the boundaries use these times. */
+ * ready[j] less the earliest. The model and the boundaries use these times. Times must be
+ * finite and sent[] >= 0 (MPIDI_PART_ploggp_choose_observed checks); n < 1: nothing. */
 void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double *sent,
                                     double *out);
 

@@ -231,6 +231,23 @@ static inline void note_deadline(const MPIDI_PART_tgroup_t * g)
         due_min((int64_t) (g->deadline * 1000.0));
 }
 
+/* Timer lock held, one partition of the operation left to ready: the group that holds it
+ * sends what waits now (part_timer.h, MPIDI_PART_timer_last_alone). Its writes into w;
+ * returns how many. Once per iteration at most (the next call finds nothing unready). */
+static int last_alone(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, MPIDI_PART_run_t * runs,
+                      int32_t * w)
+{
+    for (int32_t m = 0; m < t->ngroups; m++) {
+        MPIDI_PART_tgroup_t *g = &t->g[m];
+        if (g->nready == g->nparts)
+            continue;
+        if (!MPIDI_PART_timer_last_alone(g, t->sparts - t->nready))
+            return 0;
+        return runs_to_writes(op, t, m, runs, MPIDI_PART_tgroup_flush(g, runs), w);
+    }
+    return 0;
+}
+
 /* ---- iterations ------------------------------------------------------------------------ */
 
 void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
@@ -263,7 +280,8 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
-    int32_t w[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
+    int32_t w[2 * MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];     /* p's group, and
+                                                                         * the last one's */
     int32_t m = p / t->ppg, n = 0;
     int err;
 
@@ -273,15 +291,15 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
         int32_t nr = MPIDI_PART_tgroup_ready(g, p - m * t->ppg,
                                              MPIDI_PART_now_ns() / 1000.0, runs);
         t->nready += nr >= 0;   /* ETWICE: the arming counted p already */
-        /* one partition of the operation left once this MPI_Pready* call is done: what
-         * waits goes now (part_timer.h; a call that readies the last one too sends whole
-         * groups as before) */
-        if (nr == 0 && last_of_call && MPIDI_PART_timer_last_alone(g, t->sparts - t->nready))
-            nr = MPIDI_PART_tgroup_flush(g, runs);
         if (nr > 0)
             n = runs_to_writes(op, t, m, runs, nr, w);
         else
             note_deadline(g);
+        /* one partition of the operation left once this MPI_Pready* call is done: what
+         * waits with it goes now, in whichever group it is (a call that readies the last
+         * one too sends whole groups as before) */
+        if (last_of_call && t->sparts - t->nready == 1)
+            n += last_alone(op, t, runs, w + n);
     }
     MPID_Thread_mutex_unlock(&t->lock, &err);
     int mpi_errno = n ? send_writes(op, w, n) : MPI_SUCCESS;
@@ -320,6 +338,15 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
             if (e && mpi_errno == MPI_SUCCESS)
                 mpi_errno = e;
         }
+    }
+    /* everything but one partition readied before the credit: as in MPIDI_PART_rtimer_ready */
+    MPID_Thread_mutex_lock(&t->lock, &err);
+    int n = t->sparts - t->nready == 1 ? last_alone(op, t, runs, w) : 0;
+    MPID_Thread_mutex_unlock(&t->lock, &err);
+    if (n) {
+        int e = send_writes(op, w, n);
+        if (e && mpi_errno == MPI_SUCCESS)
+            mpi_errno = e;
     }
     return mpi_errno;
 }
