@@ -14,7 +14,9 @@
 #         the veth), part/part_earlybird, part/part_sweep -n=100, part/part_vci with
 #         MPIR_CVAR_CH4_NUM_VCIS=4, part/part_aggr_bounds, threads/part/part_thread_stress
 #         -spart=64 -rpart=32, part/part_direct (direct completion over TCP; none under
-#         the RDMA transport), and the demo (examples/part_demo.cpp --iters 5).
+#         the RDMA transport), threads/part/part_wait_parrived with one wire message per
+#         iteration (direct completion while 3 threads poll MPI_Parrived), and the demo
+#         (examples/part_demo.cpp --iters 5).
 # MPICH's test programs are compiled into $TWOHOST_WORK from _src/ against the helper
 # libraries of the test suite in $TESTMPI_DIR (default <repo>/_build/test-mpi, configured by
 # maint/test.sh); without them those tests are skipped.
@@ -180,6 +182,7 @@ p_vci=$(testprog part/part_vci)
 p_aggr=$(testprog part/part_aggr_bounds)
 p_stress=$(testprog threads/part/part_thread_stress)
 p_direct=$(testprog part/part_direct)
+p_wait=$(testprog threads/part/part_wait_parrived)
 
 for mode in $TWOHOST_MODES; do
     case $mode in
@@ -195,6 +198,8 @@ for mode in $TWOHOST_MODES; do
     run_test "$mode/part_aggr_bounds" 2 "$menv" "$p_aggr"
     run_test "$mode/part_thread_stress" 2 "$menv" "$p_stress" -spart=64 -rpart=32
     run_test "$mode/part_direct" 2 "$menv" "$p_direct"
+    run_test "$mode/part_wait_parrived" 2 "$menv MPIR_CVAR_PART_AGGR_SIZE=1048576" "$p_wait" \
+        -iter=400
     run_test "$mode/demo" 2 "$menv MPIR_CVAR_DEBUG_SUMMARY=1" "$demo" --iters 5
 done
 
