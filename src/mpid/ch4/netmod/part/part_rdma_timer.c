@@ -210,9 +210,11 @@ static int runs_to_writes(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, int32_t
     return n;
 }
 
-static int send_writes(MPIDI_PART_op_t * op, const int32_t * w, int n)
+/* No lock: send n writes after earlier ones whose first error was mpi_errno; returns the
+ * first error of all (every write is tried). */
+static int send_writes(MPIDI_PART_op_t * op, const int32_t * w, int n, int mpi_errno)
 {
-    int mpi_errno = MPI_SUCCESS, runs = 0;
+    int runs = 0;
     for (int i = 0; i < n; i++) {
         runs += (w[i] >= op->st.nmsgs);
         int err = op->tp->send(op, w[i]);
@@ -231,12 +233,14 @@ static inline void note_deadline(const MPIDI_PART_tgroup_t * g)
         due_min((int64_t) (g->deadline * 1000.0));
 }
 
-/* Timer lock held, one partition of the operation left to ready: the group that holds it
- * sends what waits now (part_timer.h, MPIDI_PART_timer_last_alone). Its writes into w;
- * returns how many. Once per iteration at most (the next call finds nothing unready). */
+/* Timer lock held: when one partition of the operation is left to ready, the group that
+ * holds it sends what waits now (part_timer.h, MPIDI_PART_timer_last_alone). Its writes
+ * into w; returns how many. The group is looked for once per iteration at most. */
 static int last_alone(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, MPIDI_PART_run_t * runs,
                       int32_t * w)
 {
+    if (t->sparts - t->nready != 1)
+        return 0;
     for (int32_t m = 0; m < t->ngroups; m++) {
         MPIDI_PART_tgroup_t *g = &t->g[m];
         if (g->nready == g->nparts)
@@ -298,11 +302,11 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
         /* one partition of the operation left once this MPI_Pready* call is done: what
          * waits with it goes now, in whichever group it is (a call that readies the last
          * one too sends whole groups as before) */
-        if (last_of_call && t->sparts - t->nready == 1)
+        if (last_of_call)
             n += last_alone(op, t, runs, w + n);
     }
     MPID_Thread_mutex_unlock(&t->lock, &err);
-    int mpi_errno = n ? send_writes(op, w, n) : MPI_SUCCESS;
+    int mpi_errno = send_writes(op, w, n, MPI_SUCCESS);
     int err2 = MPIDI_PART_rtimer_progress();    /* other groups' deadlines */
     return mpi_errno ? mpi_errno : err2;
 }
@@ -333,22 +337,13 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
         }
         note_deadline(&t->g[m]);
         MPID_Thread_mutex_unlock(&t->lock, &err);
-        if (n) {
-            int e = send_writes(op, w, n);
-            if (e && mpi_errno == MPI_SUCCESS)
-                mpi_errno = e;
-        }
+        mpi_errno = send_writes(op, w, n, mpi_errno);
     }
     /* everything but one partition readied before the credit: as in MPIDI_PART_rtimer_ready */
     MPID_Thread_mutex_lock(&t->lock, &err);
-    int n = t->sparts - t->nready == 1 ? last_alone(op, t, runs, w) : 0;
+    int n = last_alone(op, t, runs, w);
     MPID_Thread_mutex_unlock(&t->lock, &err);
-    if (n) {
-        int e = send_writes(op, w, n);
-        if (e && mpi_errno == MPI_SUCCESS)
-            mpi_errno = e;
-    }
-    return mpi_errno;
+    return send_writes(op, w, n, mpi_errno);
 }
 
 int MPIDI_PART_rtimer_arrived(MPIDI_PART_op_t * op, uint32_t low)
@@ -422,11 +417,8 @@ int MPIDI_PART_rtimer_progress(void)
 
     /* the operations stay alive: their iterations wait for these writes */
     int mpi_errno = MPI_SUCCESS;
-    for (int i = 0; i < nout; i++) {
-        int e = send_writes(rt.out[i].op, &rt.out[i].w, 1);
-        if (e && mpi_errno == MPI_SUCCESS)
-            mpi_errno = e;
-    }
+    for (int i = 0; i < nout; i++)
+        mpi_errno = send_writes(rt.out[i].op, &rt.out[i].w, 1, mpi_errno);
     __atomic_store_n(&rt.ticking, 0, __ATOMIC_RELEASE);
     return mpi_errno;
 }
