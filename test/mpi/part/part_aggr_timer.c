@@ -36,6 +36,10 @@
  * Without it (the tag transport: "timer" is "ploggp" there), early and laggard become
  * "together" and only the data is checked. Every iteration checks every byte.
  *
+ * -infoaggr=NAME: both sides pass the info key mpich_part_aggregator=NAME, which decides
+ * instead of MPIR_CVAR_PART_AGGREGATOR (the receiver's; testlist runs it against a CVAR
+ * of "none", so with "timer" the write counts above fail unless the key is honoured).
+ *
  * -badtimeout=1 instead: MPIR_CVAR_PART_AGGR_TIMEOUT_US of -2 and 2000001 (written with MPI_T)
  * make MPI_Precv_init fail with MPI_ERR_ARG and a message naming the variable.
  *
@@ -183,6 +187,9 @@ int main(int argc, char *argv[])
     int aggr = MTestArgListGetInt_with_default(head, "aggr", 0);
     int iters = MTestArgListGetInt_with_default(head, "iter", 9);
     int badtimeout = MTestArgListGetInt_with_default(head, "badtimeout", 0);
+    char infoaggr[32];
+    snprintf(infoaggr, sizeof(infoaggr), "%s",
+             MTestArgListGetString_with_default(head, "infoaggr", ""));
     MTestArgListDestroy(head);
     if (count % spart || count % rpart) {
         fprintf(stderr, "count %d must be a multiple of spart %d and rpart %d\n", count, spart,
@@ -192,7 +199,14 @@ int main(int argc, char *argv[])
     const char *agg = getenv("MPIR_CVAR_PART_AGGREGATOR");
     const char *tos = getenv("MPIR_CVAR_PART_AGGR_TIMEOUT_US");
     int timeout = tos ? atoi(tos) : -1;
+    if (infoaggr[0])
+        agg = infoaggr; /* the info key decides instead of the CVAR */
     int timer = rdma_forced() && agg && strcmp(agg, "timer") == 0;
+    MPI_Info info = MPI_INFO_NULL;
+    if (infoaggr[0]) {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpich_part_aggregator", infoaggr);
+    }
 
     int g = gcd(spart, rpart), s1 = spart / g, r1 = rpart / g;
     long bytes = (long) count * sizeof(int);
@@ -214,7 +228,7 @@ int main(int argc, char *argv[])
     int *buf = malloc(bytes);
 
     if (rank == 0) {
-        MPI_Psend_init(buf, spart, count / spart, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_INFO_NULL,
+        MPI_Psend_init(buf, spart, count / spart, MPI_INT, 1, 7, MPI_COMM_WORLD, info,
                        &req);
         for (int it = 0; it < iters; it++) {
             int dummy = 0, pat = timer && it > 0 ? it % 3 : TOGETHER;
@@ -292,7 +306,7 @@ int main(int argc, char *argv[])
         MPI_Request_free(&req);
     } else if (rank == 1) {
         int rcount = count / rpart;
-        MPI_Precv_init(buf, rpart, rcount, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+        MPI_Precv_init(buf, rpart, rcount, MPI_INT, 0, 7, MPI_COMM_WORLD, info, &req);
         for (int it = 0; it < iters; it++) {
             int dummy = 0, pat = timer && it > 0 ? it % 3 : TOGETHER;
             memset(buf, 0, bytes);
@@ -321,6 +335,8 @@ int main(int argc, char *argv[])
     }
 
     free(buf);
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
     MPI_Comm_free(&ctl);
     if (pv_session != MPI_T_PVAR_SESSION_NULL)
         MPI_T_pvar_session_free(&pv_session);

@@ -31,6 +31,9 @@
  * - An invalid value of the info key mpich_part_thread_partitions ("0", "abc", "2x", more
  *   than the partitions) makes MPI_Psend_init and MPI_Precv_init fail with
  *   MPI_ERR_INFO_VALUE and a message naming the key, and sends nothing to the peer.
+ * - An info key mpich_part_aggregator that names no aggregator ("bogus", "Timer", "timer ",
+ *   "ploggp2", "1") makes MPI_Precv_init fail with MPI_ERR_INFO_VALUE, a message naming
+ *   the key and the value, and no request; MPI_Psend_init ignores the key.
  * - Finally a normal transfer succeeds and no user-visible message is left on the
  *   communicator. Nothing may crash or hang.
  */
@@ -432,6 +435,49 @@ static void init_free(void)
     pair_sync();
 }
 
+/* The info key mpich_part_aggregator: MPI_Precv_init refuses a value that names no
+ * aggregator; MPI_Psend_init ignores the key (the receiver decides). */
+static void aggregator_info_errors(void)
+{
+    const char *bad[] = { "bogus", "Timer", "timer ", "ploggp2", "1" };
+    int buf[16];
+    MPI_Info info;
+    MPI_Request req;
+    char msg[MPI_MAX_ERROR_STRING], what[128];
+    int len, err;
+
+    MPI_Info_create(&info);
+    for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++) {
+        MPI_Info_set(info, "mpich_part_aggregator", bad[i]);
+        req = MPI_REQUEST_NULL;
+        snprintf(what, sizeof(what), "MPI_Precv_init with mpich_part_aggregator='%s'", bad[i]);
+        err = MPI_Precv_init(buf, 4, 4, MPI_INT, 1 - rank, 41, comm, info, &req);
+        expect(err, MPI_ERR_INFO_VALUE, what);
+        if (err != MPI_SUCCESS) {
+            MPI_Error_string(err, msg, &len);
+            if (strstr(msg, "mpich_part_aggregator") == NULL || strstr(msg, bad[i]) == NULL) {
+                fprintf(stderr, "rank %d: %s: message does not name the key and value: %s\n",
+                        rank, what, msg);
+                errs++;
+            }
+            if (req != MPI_REQUEST_NULL) {
+                fprintf(stderr, "rank %d: %s: failed but returned a request\n", rank, what);
+                errs++;
+            }
+        } else if (req != MPI_REQUEST_NULL) {
+            MPI_Request_free(&req);
+        }
+    }
+    /* the sender ignores it: the init succeeds and the request frees without a start */
+    req = MPI_REQUEST_NULL;
+    err = MPI_Psend_init(buf, 4, 4, MPI_INT, 1 - rank, 41, comm, info, &req);
+    expect(err, MPI_SUCCESS, "MPI_Psend_init with mpich_part_aggregator='1' (ignored)");
+    if (req != MPI_REQUEST_NULL)
+        MPI_Request_free(&req);
+    MPI_Info_free(&info);
+    pair_sync();
+}
+
 /* ---- zero-size partitions --------------------------------------------------------------- */
 
 static void info_hint_errors(void)
@@ -587,6 +633,7 @@ int main(int argc, char *argv[])
     init_free();
     zero_size();
     info_hint_errors();
+    aggregator_info_errors();
     final_transfer();
     parrived_null();
 

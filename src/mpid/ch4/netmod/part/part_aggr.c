@@ -8,7 +8,8 @@
  * from the built-in tables (shared memory for a peer on this node, TCP otherwise).
  * "timer" (RDMA transports only; part_rdma_timer.c sends) groups by the model's choice for
  * partitions readied together and lets a deadline per group split it when they are not;
- * on the tag transport it is "ploggp" (README, "Timer aggregator").
+ * on the tag transport it is "ploggp" (README, "Timer aggregator"). The info key
+ * mpich_part_aggregator of MPI_Precv_init chooses per operation instead of the CVAR.
  */
 #include "part_impl.h"
 #include "part_ploggp.h"
@@ -43,7 +44,8 @@ cvars:
         each wire message a group that goes as one write when its partitions are ready
         within MPIR_CVAR_PART_AGGR_TIMEOUT_US of its first, and as runs of the ready ones
         when that deadline passes (on the tag transport: "ploggp"). Other values:
-        MPI_ERR_ARG.
+        MPI_ERR_ARG. The info key mpich_part_aggregator of MPI_Precv_init (the same
+        values; others: MPI_ERR_INFO_VALUE) chooses for that operation instead.
 
     - name        : MPIR_CVAR_PART_AGGR_TIMEOUT_US
       category    : CH4_PART
@@ -144,23 +146,43 @@ static void tables_load(void)
     }
 }
 
-/* MPI_Precv_init: read and check the aggregator CVARs. */
-int MPIDI_PART_aggr_read(int *aggregator, int *spread_us, int *timeout_us, int *observe)
+/* An aggregator's name: its enum MPIDI_PART_aggregator, or -1. */
+static int aggregator_of(const char *v)
 {
-    int mpi_errno = MPI_SUCCESS;
-    const char *v = MPIR_CVAR_PART_AGGREGATOR;
-
     if (v == NULL || v[0] == 0 || strcmp(v, "size") == 0)
-        *aggregator = MPIDI_PART_AGGR_SIZE;
-    else if (strcmp(v, "none") == 0)
-        *aggregator = MPIDI_PART_AGGR_NONE;
-    else if (strcmp(v, "ploggp") == 0)
-        *aggregator = MPIDI_PART_AGGR_PLOGGP;
-    else if (strcmp(v, "timer") == 0)
-        *aggregator = MPIDI_PART_AGGR_TIMER;
-    else
-        MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_ARG, "**partcvar", "**partcvar %s %s",
-                             "MPIR_CVAR_PART_AGGREGATOR", v);
+        return MPIDI_PART_AGGR_SIZE;
+    if (strcmp(v, "none") == 0)
+        return MPIDI_PART_AGGR_NONE;
+    if (strcmp(v, "ploggp") == 0)
+        return MPIDI_PART_AGGR_PLOGGP;
+    if (strcmp(v, "timer") == 0)
+        return MPIDI_PART_AGGR_TIMER;
+    return -1;
+}
+
+/* MPI_Precv_init: read and check the aggregator CVARs; the info key mpich_part_aggregator
+ * (same values) chooses for this operation instead of MPIR_CVAR_PART_AGGREGATOR. */
+int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggregator, int *spread_us, int *timeout_us,
+                         int *observe)
+{
+    int mpi_errno = MPI_SUCCESS, flag = 0;
+    char str[MPI_MAX_INFO_VAL + 1];
+
+    if (info != NULL) {
+        mpi_errno = MPIR_Info_get_impl(info, "mpich_part_aggregator", MPI_MAX_INFO_VAL, str,
+                                       &flag);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (flag) {
+        *aggregator = str[0] ? aggregator_of(str) : -1;
+        MPIR_ERR_CHKANDJUMP1(*aggregator < 0, mpi_errno, MPI_ERR_INFO_VALUE, "**partaggrinfo",
+                             "**partaggrinfo %s", str);
+    } else {
+        *aggregator = aggregator_of(MPIR_CVAR_PART_AGGREGATOR);
+        MPIR_ERR_CHKANDJUMP2(*aggregator < 0, mpi_errno, MPI_ERR_ARG, "**partcvar",
+                             "**partcvar %s %s", "MPIR_CVAR_PART_AGGREGATOR",
+                             MPIR_CVAR_PART_AGGREGATOR);
+    }
     MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_PART_AGGR_SPREAD_US < 0, mpi_errno, MPI_ERR_ARG,
                          "**partcvar", "**partcvar %s %s", "MPIR_CVAR_PART_AGGR_SPREAD_US",
                          "a negative value");

@@ -415,7 +415,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
 
     MPIR_ERR_CHKANDJUMP1(aggr < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
                          "**partaggrsize %d", aggr);
-    mpi_errno = MPIDI_PART_aggr_read(&aggregator, &spread_us, &timeout_us, &observe);
+    mpi_errno = MPIDI_PART_aggr_read(info, &aggregator, &spread_us, &timeout_us, &observe);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm, info,
                           MPIR_REQUEST_KIND__PART_RECV, request, &op);
