@@ -48,7 +48,8 @@ const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ran
   --pattern P        pipelined | earlybird | overhead | aggr | halo | parrived
                      (default pipelined)
   --variants LIST    part,p2p-single,p2p-many,rma-single-passive,rma-many-passive,
-                     rma-single-active,rma-many-active (default depends on the pattern)
+                     rma-single-active,rma-many-active (default depends on the pattern);
+                     part:AGG is part with the info key mpich_part_aggregator = AGG
   --threads N        threads per rank (N)                --theta T   partitions per thread
   --sizes LIST       total bytes per iteration, K/M suffixes (e.g. 8,1K,64K,1M,4M)
   --grids LIST       halo: local grid edge per rank (default 32,64)
@@ -815,7 +816,7 @@ int run_pipelined(const Options &o, MPI_Comm world, Recorder &rec, MpiT &mpit, T
                         r.iters = o.iters;
                         r.attempts = attempts; // attempts made (the best one is reported)
                         r.verified = fails_seen == 0;
-                        if (s.pv_ok && rd[2 * k + 1] && s.name == "part") {
+                        if (s.pv_ok && rd[2 * k + 1] && s.name.rfind("part", 0) == 0) {
                             const double n = s.it; // every iteration, warm-up included
                             r.wire_sent = fmt2((double)s.wsent / n);
                             r.wire_recvd = fmt2((double)rd[2 * k] / n);

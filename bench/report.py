@@ -1078,6 +1078,8 @@ def main():
     # are the emulator's, not an HCA's, so no table, plot or ratio uses them
     emu = [r for r in rows if r["config"].startswith("verbs-emu-")]
     rows = [r for r in rows if not r["config"].startswith("verbs-emu-")]
+    # ab-*: our aggregators against each other in one launch (report_aggr.ab_section)
+    rows = [r for r in rows if not report_aggr.AB.match(r["config"])]
     d = Data(rows)
     meta_path = os.path.join(args.out, "meta.txt")
     meta_text = open(meta_path).read() if os.path.exists(meta_path) else ""
@@ -1088,6 +1090,7 @@ def main():
         plots = plot_all(d, pdir)
     text = summary(d, meta_text, args, plots)
     text += report_aggr.section(report_aggr.points(d, ratio), human, fr)
+    text += report_aggr.ab_section(os.path.join(args.out, "results.csv"), human)
     if emu:
         text += ("\n## Verbs transport on the emulator (correctness only)\n\n%d points of %s "
                  "ran over MPIR_CVAR_PART_TRANSPORT=verbs on test/verbs-emu, %d of them with "

@@ -18,7 +18,8 @@
 #            --stock        with --smoke: also run the smoke sweep on stock MPICH
 #            --no-stock     skip stock MPICH (run ours only)
 #            --no-install   never apt-get install anything (fail instead)
-# In a configuration, --ours-env=VAR=VALUE sets VAR for our library's runs only (the vci4-*
+# In a configuration, --ours-only runs our library alone (rows comparing our own settings
+# in one launch), --ours-env=VAR=VALUE sets VAR for our library's runs only (the vci4-*
 # configurations run ours with MPIR_CVAR_CH4_NUM_VCIS=4; stock MPICH has one VCI), and
 # --env=VAR=VALUE sets it for both libraries (the tcp-* configurations: MPIR_CVAR_NOLOCAL=1
 # UCX_TLS=tcp,self). With UCX_TLS given, the launch also gets UCX_LOG_LEVEL=info and fails
@@ -180,6 +181,10 @@ none="--ours-env=MPIR_CVAR_PART_AGGREGATOR=none"
 timer="--ours-env=MPIR_CVAR_PART_AGGREGATOR=timer"
 # agg-rdma-burst-*: the same with seed 000's ready pattern (--ready burst: a thread computes,
 # then readies all its partitions back to back; the default spreads them over the compute)
+# ab-rdma-*: the timer against no aggregation in ONE process, iteration by iteration (the
+# info key mpich_part_aggregator per operation: variants part:none,part:timer), so that this
+# VM's fast and slow phases hit both alike; --ours-only: no stock launch (report_aggr.py,
+# "Timer against none in one process")
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -295,6 +300,10 @@ agg-rdma-burst-timer-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta
 agg-rdma-burst-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $none
 agg-rdma-burst-ploggp-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $ploggp
 agg-rdma-burst-timer-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm $timer
+ab-rdma-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm --ours-only
+ab-rdma-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm --ours-only
+ab-rdma-burst-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm --ours-only
+ab-rdma-burst-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm --ours-only
 rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm
 rdma-shm-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $rdma_shm
 rdma-shm-earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000 $rdma_shm
@@ -313,10 +322,11 @@ xfail=$(pick "$xfail")
 libs="ours"
 [ "$use_stock" = 1 ] && libs="ours stock"
 nlib=$(echo $libs | wc -w)
-count_launches() { printf '%s\n' "$1" | awk -F'|' 'NF { n += split($3, a, ",") } END { print n + 0 }'; }
-nl=$(count_launches "$configs")
+count_launches() { printf '%s\n' "$1" | awk -F'|' -v nlib="${2:-1}" \
+    'NF { n += split($3, a, ",") * ($4 ~ /(^| )--ours-only( |$)/ ? 1 : nlib) } END { print n + 0 }'; }
+nl=$(count_launches "$configs" "$nlib")
 nx=$(count_launches "$xfail")
-total=$(( nl * nlib * rounds + nx ))
+total=$(( nl * rounds + nx ))
 rm -f "$OUT/results.csv" "$OUT/meta.txt" "$OUT"/logs/run-*.log
 {
     echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -341,6 +351,7 @@ launch() {      # launch LIB NAME ROUND TAG OPTIONS...   -> exit status of the r
         case $a in
             --ours-env=*) a=${a#--ours-env=}
                           [ "$lib" = ours ] && genv="$genv -genv ${a%%=*} ${a#*=}" ;;
+            --ours-only) ;;
             --env=*) a=${a#--env=}
                      genv="$genv -genv ${a%%=*} ${a#*=}"
                      [ "${a%%=*}" = UCX_TLS ] && ucx_tls=${a#*=} ;;
@@ -429,6 +440,7 @@ for round in $(seq 1 "$rounds"); do
                 continue
             fi
             for lib in $libs; do
+                case " $opts " in *" --ours-only "*) [ "$lib" = ours ] || continue ;; esac
                 k=$((k + 1))
                 say "[$k/$total] $lib $name $splitopt $value (round $round)"
                 [ "$lib" = ours ] && wait_install

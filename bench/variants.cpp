@@ -6,6 +6,10 @@
 //
 //   part                partitioned: MPI_Psend_init/MPI_Precv_init once; per iteration
 //                       MPI_Start, MPI_Pready per partition from its thread, MPI_Wait.
+//   part:AGG            the same with the info key mpich_part_aggregator = AGG (none, size,
+//                       ploggp, timer) on both sides: in one run, part:none,part:timer
+//                       compares two aggregators iteration by iteration (libraries without
+//                       the key ignore it: the rows are then the same operation twice).
 //   p2p-single          bulk: threads fill, join, then one persistent send of the buffer.
 //   p2p-many            one persistent send per partition; thread t uses its own duplicated
 //                       communicator; it starts each partition when filled and waits for its
@@ -23,6 +27,8 @@
 #include "partbench.hpp"
 
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace pb {
 
@@ -59,16 +65,20 @@ MPI_Group peer_group(MPI_Comm comm, int peer)
 
 class Part : public Variant {
     MPI_Request req_ = MPI_REQUEST_NULL;
+    std::string aggregator_;    // info key mpich_part_aggregator; empty: not given
 
   public:
+    explicit Part(std::string aggregator = "") : aggregator_(std::move(aggregator)) {}
     void setup(PipeCtx &c) override
     {
         MPI_Info info = MPI_INFO_NULL;
-        if (c.thread_hint) {    // other libraries ignore the key
+        if (c.thread_hint || !aggregator_.empty()) // other libraries ignore the keys
             PB_MPI(MPI_Info_create(&info));
+        if (c.thread_hint)
             PB_MPI(MPI_Info_set(info, "mpich_part_thread_partitions",
                                 std::to_string(c.theta).c_str()));
-        }
+        if (!aggregator_.empty())
+            PB_MPI(MPI_Info_set(info, "mpich_part_aggregator", aggregator_.c_str()));
         if (c.sender)
             PB_MPI(MPI_Psend_init(c.sbuf, c.nparts, (MPI_Count)c.part_bytes, MPI_BYTE, c.peer,
                                   TAG_DATA, c.comm, info, &req_));
@@ -311,6 +321,8 @@ std::unique_ptr<Variant> make_variant(const std::string &n)
 {
     if (n == "part")
         return std::make_unique<Part>();
+    if (n.rfind("part:", 0) == 0 && n.size() > 5)
+        return std::make_unique<Part>(n.substr(5));
     if (n == "p2p-single")
         return std::make_unique<P2pSingle>();
     if (n == "p2p-many")
