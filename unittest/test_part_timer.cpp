@@ -239,17 +239,60 @@ TEST(PartTimer, FlushSendsWhatWaitsWhateverTheDeadline)
     EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
 }
 
-TEST(PartTimer, TheLastPartitionAloneOnlyWhenItIsTheLastAndSomethingWaits)
+TEST(PartTimer, HurriedGroupSendsInHalvingRuns)
+{
+    // readied one by one, well inside the deadline: runs of 4, 2, 1, 1
+    Group G(8, 1000.0);
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), Runs{});
+    Runs all;
+    for (int32_t p = 0; p < 8; ++p) {
+        Runs r = G.ready(p, p * 1.0);
+        Runs e = G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data()));
+        r.insert(r.end(), e.begin(), e.end());
+        all.insert(all.end(), r.begin(), r.end());
+    }
+    EXPECT_EQ(all, (Runs{{0, 4}, {4, 2}, {6, 1}, {7, 1}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+    // a new iteration is not hurried
+    MPIDI_PART_tgroup_reset(&G.g);
+    EXPECT_EQ(G.ready(0, 0.0), Runs{});
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data())), Runs{});
+}
+
+TEST(PartTimer, HurryWithAllButOneWaitingSendsThemAtOnce)
+{
+    Group G(4, 1000.0);
+    G.ready(1, 0.0);
+    G.ready(2, 0.0);
+    G.ready(3, 0.0);
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), (Runs{{1, 3}}));
+    EXPECT_EQ(G.ready(0, 5.0), (Runs{{0, 1}}));        // the group's last: at once
+    // less waiting than to come: nothing yet
+    Group H(6, 1000.0);
+    H.ready(0, 0.0);
+    EXPECT_EQ(H.collect(MPIDI_PART_tgroup_hurry(&H.g, H.buf.data())), Runs{});
+    H.ready(4, 1.0);
+    EXPECT_EQ(H.collect(MPIDI_PART_tgroup_call_end(&H.g, H.buf.data())), Runs{});
+    H.ready(5, 2.0);                                    // 3 waiting, 3 to come
+    EXPECT_EQ(H.collect(MPIDI_PART_tgroup_call_end(&H.g, H.buf.data())),
+              (Runs{{0, 1}, {4, 2}}));
+}
+
+TEST(PartTimer, HurryRuleNeedsTheLastIncompleteGroup)
 {
     Group G(4, 10.0);
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 4, 1));  // one group, nothing ready
+    EXPECT_TRUE(MPIDI_PART_timer_hurry(&G.g, 4, 3));   // the last of three groups
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 0, 3));  // nothing left to ready
     G.ready(0, 0.0);
-    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 3));
-    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 2));
-    EXPECT_TRUE(MPIDI_PART_timer_last_alone(&G.g, 1));
-    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 0));
-    MPIDI_PART_tgroup_flush(&G.g, G.buf.data());
-    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&G.g, 1));        // nothing waits
-    Group N(4, -1.0);                                          // waits for the whole group
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 3, 1));
+    G.ready(1, 0.0);
+    G.ready(2, 0.0);
+    EXPECT_TRUE(MPIDI_PART_timer_hurry(&G.g, 1, 1));   // one group: its last partition left
+    MPIDI_PART_tgroup_hurry(&G.g, G.buf.data());
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 1, 3));  // not twice
+    Group N(4, -1.0);                                   // plain PLogGP: waits for all
     N.ready(0, 0.0);
-    EXPECT_FALSE(MPIDI_PART_timer_last_alone(&N.g, 1));
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 3, 3));
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 1, 1));
 }

@@ -8,7 +8,7 @@
  * (MPIR_CVAR_PART_AGGR_TIMEOUT_US) of its first, and otherwise, once the deadline passed, the
  * ready ones as runs and the later ones alone. Iteration 0 readies everything at once and
  * checks only the data (an iteration started before the receiver's PLAN arrived does not use
- * the timer); the others cycle through three patterns:
+ * the timer); the others cycle through three patterns (four with "tail"):
  *
  *   together  every partition readied at once
  *   early     only the sender partitions of the first gcd-message readied; the receiver must
@@ -20,8 +20,14 @@
  *             last is readied. Every other laggard iteration the laggard is partition 0
  *             instead (its group waits while every other group is whole). With the timer
  *             and a deadline of 100 ms or more, the receiver's go must come within half the
- *             deadline: with one partition of the operation left, what waits goes at once
- *             (part_timer.h, MPIDI_PART_timer_last_alone), not at the deadline
+ *             deadline: once one group of the operation is left incomplete, it hurries
+ *             (part_timer.h, MPIDI_PART_timer_hurry): what waits in it goes at once, not at
+ *             the deadline
+ *   tail      (timer, -aggr known groups, spart == rpart, deadline >= 100 ms, a last group
+ *             of 2 or more) every group but the last readied in one call, then the last
+ *             group's partitions one per call: the hurried group sends in halving runs, so
+ *             the receiver must see the first run (half of the group) arrive within half
+ *             the deadline, every later partition not yet; then the rest is readied
  *
  * With the RDMA transport forced (MPIR_CVAR_PART_TRANSPORT=ofi or verbs), the sender checks
  * the writes of each iteration (pvars: the backend's writes, part_timer_runs, and
@@ -29,8 +35,9 @@
  *   timeout >= 100000 us  together: G writes, no run; early: group 0 in two runs (the
  *                         first gcd-message at its deadline, then the rest, readied
  *                         together), the others whole; laggard: G + 1 writes (2 runs) when
- *                         the last group holds two partitions or more; with -aggr, the
- *                         exact counts;
+ *                         the last group holds two partitions or more; tail: G - 1
+ *                         whole groups and the halving runs (k/2, k/4, .., 1, 1 for a
+ *                         last group of k); with -aggr, the exact counts;
  *   timeout 0             one write per partition in every pattern;
  *   default (-1)          between G and the partition count.
  * Without it (the tag transport: "timer" is "ploggp" there), early and laggard become
@@ -56,8 +63,27 @@
 static int rank, errs;
 #include "part_pvar.h"
 
-enum { TOGETHER = 0, EARLY, LAGGARD };
-static const char *pname[] = { "together", "early", "laggard" };
+enum { TOGETHER = 0, EARLY, LAGGARD, TAIL };
+static const char *pname[] = { "together", "early", "laggard", "tail" };
+static int npat = 3;    /* patterns cycled through: 4 when "tail" applies */
+
+/* The hurried last group's runs (part_timer.h, MPIDI_PART_tgroup_hurry) for n partitions
+ * readied one per call: what waits goes once it is at least what is still to come. Returns
+ * how many runs; *first: the length of the first. */
+static int halving_runs(int n, int *first)
+{
+    int runs = 0, pend = 0;
+    *first = 0;
+    for (int i = 0; i < n; i++) {
+        pend++;
+        if (pend >= n - (i + 1)) {
+            if (runs++ == 0)
+                *first = i + 1;
+            pend = 0;
+        }
+    }
+    return runs;
+}
 
 static int gcd(int a, int b)
 {
@@ -104,7 +130,7 @@ static void expect_arrived(MPI_Request req, int rpart, int lo, int hi, const int
             MPI_Parrived(req, p, &flag);
         if (!flag) {
             fprintf(stderr, "iter %d (%s): partition %d not arrived after 10 s\n", it,
-                    pname[it % 3], p);
+                    pname[it % npat], p);
             errs++;
             return;
         }
@@ -116,14 +142,14 @@ static void expect_arrived(MPI_Request req, int rpart, int lo, int hi, const int
         MPI_Parrived(req, p, &flag);
         if (flag) {
             fprintf(stderr, "iter %d (%s): partition %d reported arrived before it was "
-                    "readied\n", it, pname[it % 3], p);
+                    "readied\n", it, pname[it % npat], p);
             errs++;
         }
     }
     for (int i = lo * rcount; i < hi * rcount; i++)
         if (buf[i] != pattern(it, i)) {
             fprintf(stderr, "iter %d (%s): int %d is %d before completion, expected %d\n", it,
-                    pname[it % 3], i, buf[i], pattern(it, i));
+                    pname[it % npat], i, buf[i], pattern(it, i));
             errs++;
             return;
         }
@@ -132,7 +158,7 @@ static void expect_arrived(MPI_Request req, int rpart, int lo, int hi, const int
 static void check(int it, const char *what, long long got, long long want)
 {
     if (got != want) {
-        fprintf(stderr, "iter %d (%s): %s = %lld, expected %lld\n", it, pname[it % 3], what,
+        fprintf(stderr, "iter %d (%s): %s = %lld, expected %lld\n", it, pname[it % npat], what,
                 got, want);
         errs++;
     }
@@ -216,6 +242,19 @@ int main(int argc, char *argv[])
         k = per * g <= aggr ? g : (per < aggr ? (int) (aggr / per) : 1);
     }
 
+    /* "tail" (the hurried last group): with the group size known (-aggr), one sender
+     * partition per gcd-message (spart == rpart), a long deadline and a last group of 2 or
+     * more partitions */
+    int tail_groups = 0, tail_last = 0, tail_first = 0, tail_runs = 0;
+    if (timer && k > 0 && spart == rpart && timeout >= 100000) {
+        tail_groups = (spart + k - 1) / k;
+        tail_last = spart - (tail_groups - 1) * k;
+        if (tail_groups >= 2 && tail_last >= 2) {
+            tail_runs = halving_runs(tail_last, &tail_first);
+            npat = 4;
+        }
+    }
+
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     if (badtimeout) {
         bad_timeout();
@@ -231,7 +270,7 @@ int main(int argc, char *argv[])
         MPI_Psend_init(buf, spart, count / spart, MPI_INT, 1, 7, MPI_COMM_WORLD, info,
                        &req);
         for (int it = 0; it < iters; it++) {
-            int dummy = 0, pat = timer && it > 0 ? it % 3 : TOGETHER;
+            int dummy = 0, pat = timer && it > 0 ? it % npat : TOGETHER;
             for (int i = 0; i < count; i++)
                 buf[i] = pattern(it, i);
             unsigned long long w0 = pv_read(RDMA_PV("writes")), r0 = pv_read("part_timer_runs");
@@ -244,8 +283,28 @@ int main(int argc, char *argv[])
                 MPI_Pready_range(0, s1 - 1, req);
                 MPI_Recv(&dummy, 1, MPI_INT, 1, 1, ctl, MPI_STATUS_IGNORE);
                 MPI_Pready_range(s1, spart - 1, req);
+            } else if (pat == TAIL) {
+                /* every group but the last in one call, then the last group's partitions
+                 * one per call: its first run must go when it is half, not at the deadline */
+                int base = spart - tail_last;
+                MPI_Pready_range(0, base - 1, req);
+                double t0 = MPI_Wtime();
+                for (int i = 0; i < tail_first; i++)
+                    MPI_Pready(base + i, req);
+                MPI_Recv(&dummy, 1, MPI_INT, 1, 3, ctl, MPI_STATUS_IGNORE);
+                double waited = MPI_Wtime() - t0;
+                MTestPrintfMsg(1, "iter %d tail: first run of %d after %.3f ms\n", it,
+                               tail_first, waited * 1e3);
+                if (waited > timeout * 0.5e-6) {
+                    fprintf(stderr, "iter %d (tail): the last group's first %d partitions "
+                            "arrived after %.0f ms, not at once (deadline %d ms)\n", it,
+                            tail_first, waited * 1e3, timeout / 1000);
+                    errs++;
+                }
+                for (int i = tail_first; i < tail_last; i++)
+                    MPI_Pready(base + i, req);
             } else {
-                int first = (it / 3) % 2;       /* the laggard: partition 0, else the last */
+                int first = (it / npat) % 2;    /* the laggard: partition 0, else the last */
                 double t0 = MPI_Wtime();
                 MPI_Pready_range(first, spart - 2 + first, req);
                 MPI_Recv(&dummy, 1, MPI_INT, 1, 2, ctl, MPI_STATUS_IGNORE);
@@ -293,7 +352,12 @@ int main(int argc, char *argv[])
                         fprintf(stderr, "iter %d: no run in the early pattern\n", it);
                         errs++;
                     }
-                } else if (!k || last >= 2 || (it / 3) % 2) {
+                } else if (pat == TAIL) {
+                    check(it, "groups", G, tail_groups);
+                    check(it, "writes (the others whole, then the halving runs)", w,
+                          tail_groups - 1 + tail_runs);
+                    check(it, "runs", r, tail_runs);
+                } else if (!k || last >= 2 || (it / npat) % 2) {
                     /* the laggard's group: the others as one run, then the laggard */
                     check(it, "writes", w, G + 1);
                     check(it, "runs", r, 2);
@@ -308,7 +372,7 @@ int main(int argc, char *argv[])
         int rcount = count / rpart;
         MPI_Precv_init(buf, rpart, rcount, MPI_INT, 0, 7, MPI_COMM_WORLD, info, &req);
         for (int it = 0; it < iters; it++) {
-            int dummy = 0, pat = timer && it > 0 ? it % 3 : TOGETHER;
+            int dummy = 0, pat = timer && it > 0 ? it % npat : TOGETHER;
             memset(buf, 0, bytes);
             MPI_Start(&req);
             MPI_Send(&dummy, 1, MPI_INT, 0, 0, ctl);
@@ -316,11 +380,14 @@ int main(int argc, char *argv[])
                 expect_arrived(req, rpart, 0, r1, buf, rcount, it);
                 MPI_Send(&dummy, 1, MPI_INT, 0, 1, ctl);
             } else if (pat == LAGGARD) {
-                if ((it / 3) % 2)       /* partition 0 is the laggard */
+                if ((it / npat) % 2)    /* partition 0 is the laggard */
                     expect_arrived(req, rpart, r1, rpart, buf, rcount, it);
                 else
                     expect_arrived(req, rpart, 0, rpart - r1, buf, rcount, it);
                 MPI_Send(&dummy, 1, MPI_INT, 0, 2, ctl);
+            } else if (pat == TAIL) {
+                expect_arrived(req, rpart, 0, rpart - tail_last + tail_first, buf, rcount, it);
+                MPI_Send(&dummy, 1, MPI_INT, 0, 3, ctl);
             }
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             for (int i = 0; i < count; i++)

@@ -27,6 +27,7 @@ struct MPIDI_PART_rtimer {
     int32_t ppg;                /* the sender's partitions per full group */
     int32_t sparts;             /* the sender's partitions */
     int32_t nready;             /* sender: partitions readied in this iteration (lock) */
+    int32_t incomplete;         /* sender: groups not whole in this iteration (lock) */
     MPIDI_PART_tgroup_t *g;     /* sender: per group */
     uint8_t *tstate;            /* sender: per partition (the groups' state) */
     int32_t *runlen;            /* sender: per partition, length of the run written from it */
@@ -233,23 +234,31 @@ static inline void note_deadline(const MPIDI_PART_tgroup_t * g)
         due_min((int64_t) (g->deadline * 1000.0));
 }
 
-/* Timer lock held: when one partition of the operation is left to ready, the group that
- * holds it sends what waits now (part_timer.h, MPIDI_PART_timer_last_alone). Its writes
- * into w; returns how many. The group is looked for once per iteration at most. */
-static int last_alone(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, MPIDI_PART_run_t * runs,
-                      int32_t * w)
+/* Timer lock held: once one group of the operation is left incomplete, it hurries (halving
+ * runs instead of the deadline; part_timer.h, MPIDI_PART_timer_hurry; with a single group:
+ * only when one partition is left). m: the group of the partition
+ * just readied, or -1. Its writes into w; returns how many. The group is looked for once
+ * per iteration at most (m is it, or was completed by this call). */
+static int last_group(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, int32_t m,
+                      MPIDI_PART_run_t * runs, int32_t * w)
 {
-    if (t->sparts - t->nready != 1)
+    if (t->incomplete != 1)
         return 0;
-    for (int32_t m = 0; m < t->ngroups; m++) {
-        MPIDI_PART_tgroup_t *g = &t->g[m];
-        if (g->nready == g->nparts)
-            continue;
-        if (!MPIDI_PART_timer_last_alone(g, t->sparts - t->nready))
-            return 0;
-        return runs_to_writes(op, t, m, runs, MPIDI_PART_tgroup_flush(g, runs), w);
-    }
-    return 0;
+    if (m < 0 || t->g[m].nready == t->g[m].nparts)
+        for (m = 0; m < t->ngroups && t->g[m].nready == t->g[m].nparts; m++);
+    if (m == t->ngroups || !MPIDI_PART_timer_hurry(&t->g[m], t->sparts - t->nready, t->ngroups))
+        return 0;
+    return runs_to_writes(op, t, m, runs, MPIDI_PART_tgroup_hurry(&t->g[m], runs), w);
+}
+
+/* Timer lock held: account for partition readied into group g (nr: tgroup_ready's result). */
+static inline void count_ready(MPIDI_PART_rtimer_t * t, const MPIDI_PART_tgroup_t * g,
+                               int32_t nr)
+{
+    if (nr < 0)
+        return; /* ETWICE: the arming counted it already */
+    t->nready++;
+    t->incomplete -= g->nready == g->nparts;
 }
 
 /* ---- iterations ------------------------------------------------------------------------ */
@@ -268,6 +277,7 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
     for (int32_t m = 0; m < t->ngroups; m++)
         MPIDI_PART_tgroup_reset(&t->g[m]);
     t->nready = 0;
+    t->incomplete = t->ngroups;
     memset(t->wdone, 0, sizeof(int32_t) * t->ngroups);
     __atomic_store_n(&t->active, 1, __ATOMIC_RELEASE);  /* read by MPI_Pready without the lock */
     t->armed = armed;
@@ -294,16 +304,17 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
         MPIDI_PART_tgroup_t *g = &t->g[m];
         int32_t nr = MPIDI_PART_tgroup_ready(g, p - m * t->ppg,
                                              MPIDI_PART_now_ns() / 1000.0, runs);
-        t->nready += nr >= 0;   /* ETWICE: the arming counted p already */
+        count_ready(t, g, nr);
         if (nr > 0)
             n = runs_to_writes(op, t, m, runs, nr, w);
-        else
-            note_deadline(g);
-        /* one partition of the operation left once this MPI_Pready* call is done: what
-         * waits with it goes now, in whichever group it is (a call that readies the last
-         * one too sends whole groups as before) */
-        if (last_of_call)
-            n += last_alone(op, t, runs, w + n);
+        /* the call's end: a hurried group sends what the call readied; one group of the
+         * operation left incomplete now hurries (a call that readies everything sends
+         * whole groups as before) */
+        if (last_of_call) {
+            n += runs_to_writes(op, t, m, runs, MPIDI_PART_tgroup_call_end(g, runs), w + n);
+            n += last_group(op, t, m, runs, w + n);
+        }
+        note_deadline(g);
     }
     MPID_Thread_mutex_unlock(&t->lock, &err);
     int mpi_errno = send_writes(op, w, n, MPI_SUCCESS);
@@ -331,7 +342,7 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
             if (!__atomic_load_n(&op->st.ready[p], __ATOMIC_ACQUIRE))
                 continue;
             int32_t nr = MPIDI_PART_tgroup_ready(&t->g[m], i, now, runs);
-            t->nready += nr >= 0;
+            count_ready(t, &t->g[m], nr);
             if (nr > 0)
                 n += runs_to_writes(op, t, m, runs, nr, w + n);
         }
@@ -339,9 +350,10 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
         MPID_Thread_mutex_unlock(&t->lock, &err);
         mpi_errno = send_writes(op, w, n, mpi_errno);
     }
-    /* everything but one partition readied before the credit: as in MPIDI_PART_rtimer_ready */
+    /* one group left incomplete by the partitions readied before the credit: as in
+     * MPIDI_PART_rtimer_ready */
     MPID_Thread_mutex_lock(&t->lock, &err);
-    int n = last_alone(op, t, runs, w);
+    int n = last_group(op, t, -1, runs, w);
     MPID_Thread_mutex_unlock(&t->lock, &err);
     return send_writes(op, w, n, mpi_errno);
 }

@@ -22,6 +22,7 @@ void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g)
     g->nsent = 0;
     g->pending = 0;
     g->deadline = 0;
+    g->hurry = 0;
 }
 
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now)
@@ -77,6 +78,23 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
 int32_t MPIDI_PART_tgroup_flush(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
 {
     return g->pending > 0 ? fire(g, runs) : 0;
+}
+
+int32_t MPIDI_PART_tgroup_hurry(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
+{
+    g->hurry = 1;
+    return MPIDI_PART_tgroup_call_end(g, runs);
+}
+
+/* Hurried: what waits goes once it is at least as much as what is still to come, so the
+ * runs halve towards the group's last partition (k/2, k/4, .., 1, 1 for k readied one by
+ * one): log2(k) + 1 writes, and at the last MPI_Pready only the run before it may still
+ * be in flight. */
+int32_t MPIDI_PART_tgroup_call_end(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
+{
+    if (!g->hurry || g->pending == 0 || g->pending < g->nparts - g->nready)
+        return 0;
+    return MPIDI_PART_tgroup_flush(g, runs);
 }
 
 double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,

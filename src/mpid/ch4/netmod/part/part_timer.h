@@ -50,6 +50,8 @@ typedef struct MPIDI_PART_tgroup {
     int32_t pending;            /* ready, not sent: the deadline below applies to them */
     double timeout;             /* us; 0: no waiting; < 0: never fire */
     double deadline;            /* first of the pending ready + timeout (pending > 0) */
+    int32_t hurry;              /* 1: hurried for the rest of the iteration (halving
+                                 * runs at each MPI_Pready* call's end, tgroup_hurry) */
     uint8_t *state;             /* nparts entries, MPIDI_PART_TG_* below (caller's memory) */
 } MPIDI_PART_tgroup_t;
 
@@ -83,21 +85,39 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
 int32_t MPIDI_PART_tgroup_tick(MPIDI_PART_tgroup_t * g, double now, MPIDI_PART_run_t * runs);
 
 /* Fire now, whatever the deadline: every maximal run of ready-unsent partitions into runs,
- * marked sent; returns how many (0 when nothing waits). The engine calls it when one
- * partition of the whole operation is left to ready (MPIDI_PART_timer_last_alone). */
+ * marked sent; returns how many (0 when nothing waits). */
 int32_t MPIDI_PART_tgroup_flush(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs);
 
-/* Whether what waits should go now because the operation's last partition is the only one
- * left to ready (unready = the operation's partitions not yet readied in this iteration).
- * Then no later MPI_Pready of another partition will notice a deadline, and in the common
- * "compute, then MPI_Pready" program no progress call comes either: what waits would wait
- * for that last partition however late it is and go with it, after the iteration's last
- * MPI_Pready, where its bytes delay the completion (the perceived bandwidth). Sent now, the
- * last MPI_Pready sends its own partition only, as without aggregation, for at most one
- * write more per iteration. Not with timeout < 0 (the group waits for all: plain PLogGP). */
-static inline int MPIDI_PART_timer_last_alone(const MPIDI_PART_tgroup_t * g, int32_t unready)
+/* Hurry g until MPIDI_PART_tgroup_reset: at the end of every MPI_Pready* call on it
+ * (MPIDI_PART_tgroup_call_end, also right now), what waits goes as runs, as
+ * MPIDI_PART_tgroup_flush, once it is at least as many partitions as the group still has
+ * to ready; the deadline still applies. Partitions readied one by one then go in halving
+ * runs (k/2, k/4, .., 1, 1): log2(k) + 1 writes, and when the last is readied only the run
+ * before it may still be in flight. Returns the runs of now. The engine calls it on the
+ * operation's last incomplete group (MPIDI_PART_timer_hurry). */
+int32_t MPIDI_PART_tgroup_hurry(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs);
+
+/* The end of an MPI_Pready* call that readied partitions of g: a hurried group's rule
+ * above; 0 (nothing) when g is not hurried or what waits is less than what is to come. */
+int32_t MPIDI_PART_tgroup_call_end(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs);
+
+/* Whether g, the group that holds every partition of the operation still to ready
+ * (op_unready of them; the caller checks that they are all in g), should hurry: once the
+ * operation's other groups are whole, nothing after g hides its waiting, so every byte
+ * that waits in it may be a byte sent after the iteration's last MPI_Pready. Hurried, g
+ * sends in halving runs (MPIDI_PART_tgroup_hurry), at most log2(g->nparts) writes more per
+ * iteration, which overlap the computing between the readies. With a single group
+ * (ngroups 1) that is the whole operation, so it hurries only when one partition is left
+ * and something waits: no later MPI_Pready of another partition would notice a deadline,
+ * and in the common "compute, then MPI_Pready" program no progress call comes either, so
+ * what waits would go with that last partition however late it is. Not with timeout < 0
+ * (plain PLogGP), nor twice. */
+static inline int MPIDI_PART_timer_hurry(const MPIDI_PART_tgroup_t * g, int32_t op_unready,
+                                         int32_t ngroups)
 {
-    return unready == 1 && g->pending > 0 && g->timeout >= 0;
+    if (g->timeout < 0 || g->hurry || op_unready <= 0)
+        return 0;
+    return ngroups > 1 || (op_unready == 1 && g->pending > 0);
 }
 
 /* Whether a tick at now would fire (read-only; serialised like the others). */
