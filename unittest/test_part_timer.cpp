@@ -296,3 +296,49 @@ TEST(PartTimer, HurryRuleNeedsTheLastIncompleteGroup)
     EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 3, 3));
     EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 1, 1));
 }
+
+TEST(PartTimer, GroupRecordsTheSpreadOfItsReadies)
+{
+    Group G(3, 1000.0);
+    EXPECT_LT(G.g.spread, 0);
+    G.ready(1, 10.0);
+    G.ready(0, 12.5);
+    EXPECT_LT(G.g.spread, 0);                           // not whole yet
+    G.ready(2, 30.0);
+    EXPECT_DOUBLE_EQ(G.g.spread, 20.0);
+    MPIDI_PART_tgroup_reset(&G.g);
+    EXPECT_LT(G.g.spread, 0);
+    G.ready(0, 100.0);
+    G.ready(1, 100.0);
+    G.ready(2, 101.0);
+    EXPECT_DOUBLE_EQ(G.g.spread, 1.0);
+}
+
+TEST(PartTimer, AdaptiveDeadlineIsTheMedianSpreadWithinBaseAndCap)
+{
+    std::vector<double> v;
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 0, 3.0, 100.0), 3.0);   // nothing seen
+    v = {10.0};
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 1, 3.0, 100.0), 10.0);
+    v = {10.0, 1000.0, 12.0};                           // one laggard group: outvoted
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0), 12.0);
+    v = {10.0, 20.0, 1000.0, 12.0};                     // even: mean of 12 and 20
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 4, 3.0, 100.0), 16.0);
+    v = {0.1, 0.2, 0.3};                                // below base
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0), 3.0);
+    v = {190.0, 195.0, 199.0};                          // above cap
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0), 100.0);
+    // random inputs with ties against a sorted reference
+    std::mt19937 rng(7);
+    for (int round = 0; round < 2000; ++round) {
+        const int n = 1 + (int) (rng() % 64);
+        std::vector<double> x(n);
+        for (auto &e : x)
+            e = (double) (rng() % 50);
+        std::vector<double> s = x;
+        std::sort(s.begin(), s.end());
+        const double med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+        const double want = std::min(std::max(med, 2.0), 40.0);
+        ASSERT_DOUBLE_EQ(MPIDI_PART_timer_adapt(x.data(), n, 2.0, 40.0), want) << round;
+    }
+}

@@ -43,6 +43,14 @@
  * Without it (the tag transport: "timer" is "ploggp" there), early and laggard become
  * "together" and only the data is checked. Every iteration checks every byte.
  *
+ * -paced=US (timer, default deadline, -aggr, spart == rpart): every iteration after the
+ * first readies the partitions one per call, US microseconds apart (more than the default
+ * deadline of small partitions, 1-2 us from the built-in shared-memory table; the groups'
+ * spread under MPIR_CVAR_PART_AGGR_SPREAD_US). At the default deadline each group would go
+ * in several runs; from the third iteration the deadline adapts to the spread the sender
+ * observed (part_timer.h, MPIDI_PART_timer_adapt), so the best of those iterations must
+ * have G - 1 whole groups and the last one's halving runs, or fewer writes.
+ *
  * -infoaggr=NAME: both sides pass the info key mpich_part_aggregator=NAME, which decides
  * instead of MPIR_CVAR_PART_AGGREGATOR (the receiver's; testlist runs it against a CVAR
  * of "none", so with "timer" the write counts above fail unless the key is honoured).
@@ -63,8 +71,8 @@
 static int rank, errs;
 #include "part_pvar.h"
 
-enum { TOGETHER = 0, EARLY, LAGGARD, TAIL };
-static const char *pname[] = { "together", "early", "laggard", "tail" };
+enum { TOGETHER = 0, EARLY, LAGGARD, TAIL, PACED };
+static const char *pname[] = { "together", "early", "laggard", "tail", "paced" };
 static int npat = 3;    /* patterns cycled through: 4 when "tail" applies */
 
 /* The hurried last group's runs (part_timer.h, MPIDI_PART_tgroup_hurry) for n partitions
@@ -213,6 +221,7 @@ int main(int argc, char *argv[])
     int aggr = MTestArgListGetInt_with_default(head, "aggr", 0);
     int iters = MTestArgListGetInt_with_default(head, "iter", 9);
     int badtimeout = MTestArgListGetInt_with_default(head, "badtimeout", 0);
+    int paced_us = MTestArgListGetInt_with_default(head, "paced", 0);
     char infoaggr[32];
     snprintf(infoaggr, sizeof(infoaggr), "%s",
              MTestArgListGetString_with_default(head, "infoaggr", ""));
@@ -255,6 +264,18 @@ int main(int argc, char *argv[])
         }
     }
 
+    /* "paced" (-paced=US, the default deadline): every partition readied alone, US apart;
+     * from the third iteration on the deadline has adapted to the groups' spread (their
+     * median, part_timer.h, MPIDI_PART_timer_adapt; under MPIR_CVAR_PART_AGGR_SPREAD_US):
+     * every group but the last goes whole and the last in halving runs */
+    int paced = timer && paced_us > 0 && k > 0 && spart == rpart && timeout < 0;
+    int paced_k_groups = 0, paced_runs = 0, paced_first = 0;
+    long long paced_best = -1, paced_groups = 0;
+    if (paced) {
+        paced_k_groups = (spart + k - 1) / k;
+        paced_runs = halving_runs(spart - (paced_k_groups - 1) * k, &paced_first);
+    }
+
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     if (badtimeout) {
         bad_timeout();
@@ -271,6 +292,8 @@ int main(int argc, char *argv[])
                        &req);
         for (int it = 0; it < iters; it++) {
             int dummy = 0, pat = timer && it > 0 ? it % npat : TOGETHER;
+            if (paced && it > 0)
+                pat = PACED;
             for (int i = 0; i < count; i++)
                 buf[i] = pattern(it, i);
             unsigned long long w0 = pv_read(RDMA_PV("writes")), r0 = pv_read("part_timer_runs");
@@ -279,6 +302,12 @@ int main(int argc, char *argv[])
             MPI_Recv(&dummy, 1, MPI_INT, 1, 0, ctl, MPI_STATUS_IGNORE);
             if (pat == TOGETHER) {
                 MPI_Pready_range(0, spart - 1, req);
+            } else if (pat == PACED) {
+                for (int p = 0; p < spart; p++) {
+                    double t0 = MPI_Wtime();
+                    while (p > 0 && MPI_Wtime() - t0 < paced_us * 1e-6);
+                    MPI_Pready(p, req);
+                }
             } else if (pat == EARLY) {
                 MPI_Pready_range(0, s1 - 1, req);
                 MPI_Recv(&dummy, 1, MPI_INT, 1, 1, ctl, MPI_STATUS_IGNORE);
@@ -336,7 +365,13 @@ int main(int argc, char *argv[])
             }
             int ppg = k ? k * s1 : 0;   /* partitions per full group, when known */
             int last = k ? spart - (int) (G - 1) * ppg : 0;
-            if (timeout == 0) {
+            if (pat == PACED) {
+                /* checked at the end: the best iteration from the third on (the second
+                 * is the first with the timer, still at the default deadline) */
+                if (it >= 2 && (paced_best < 0 || w < paced_best))
+                    paced_best = w;
+                paced_groups = G;
+            } else if (timeout == 0) {
                 check(it, "writes (one per partition)", w, spart);
                 check(it, "runs", r, spart);
             } else if (timeout >= 100000) {
@@ -367,12 +402,26 @@ int main(int argc, char *argv[])
                 errs++;
             }
         }
+        if (paced) {
+            long long want = paced_groups - 1 + paced_runs;
+            MTestPrintfMsg(1, "paced: best writes %lld (groups %lld, wanted <= %lld)\n",
+                           paced_best, paced_groups, want);
+            if (paced_groups != paced_k_groups || paced_best < 0 || paced_best > want) {
+                fprintf(stderr, "paced (%d us between readies): best iteration %lld writes "
+                        "for %lld groups (%d expected), expected at most %lld: the default "
+                        "deadline did not adapt to the readies' spread\n", paced_us,
+                        paced_best, paced_groups, paced_k_groups, want);
+                errs++;
+            }
+        }
         MPI_Request_free(&req);
     } else if (rank == 1) {
         int rcount = count / rpart;
         MPI_Precv_init(buf, rpart, rcount, MPI_INT, 0, 7, MPI_COMM_WORLD, info, &req);
         for (int it = 0; it < iters; it++) {
             int dummy = 0, pat = timer && it > 0 ? it % npat : TOGETHER;
+            if (paced && it > 0)
+                pat = PACED;
             memset(buf, 0, bytes);
             MPI_Start(&req);
             MPI_Send(&dummy, 1, MPI_INT, 0, 0, ctl);

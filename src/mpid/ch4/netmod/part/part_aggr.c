@@ -59,8 +59,11 @@ cvars:
         MPI_Pready of a group the group waits for its other partitions before the ready
         ones go (checked by later MPI_Pready calls and by MPICH's progress, never by
         sleeping). -1 (default): derived from the LogGP parameters (the cost of one extra
-        write at the partition size); 0: every partition goes as it is readied. Read by
-        MPI_Precv_init; below -1 or above 2000000: MPI_ERR_ARG.
+        write at the partition size) and, while MPIR_CVAR_PART_AGGR_OBSERVE > 0, adapted
+        at each MPI_Start to the median time the sender's groups took from their first to
+        their last MPI_Pready in the iteration before, up to MPIR_CVAR_PART_AGGR_SPREAD_US;
+        0: every partition goes as it is readied. Read by MPI_Precv_init; below -1 or
+        above 2000000: MPI_ERR_ARG.
 
     - name        : MPIR_CVAR_PART_AGGR_OBSERVE
       category    : CH4_PART
@@ -258,6 +261,13 @@ static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_par
     double us = op->timeout_us >= 0 ? (double) op->timeout_us :
         MPIDI_PART_timer_default_timeout(t, -1.0, send_parts > 0 ? bytes / send_parts : 0);
     op->timer_ns = (int32_t) (us * 1000.0 + 0.5);
+    /* the default deadline adapts to the readies the sender sees (part_timer.h,
+     * MPIDI_PART_timer_adapt), up to the expected spread of an iteration; not when the
+     * user set the deadline or turned observation off */
+    op->timer_cap_ns = 0;
+    if (op->timeout_us < 0 && op->observe > 0 && op->spread_us > us)
+        op->timer_cap_ns = (int32_t) ((op->spread_us < MPIDI_PART_TIMEOUT_MAX_US ?
+                                       op->spread_us : MPIDI_PART_TIMEOUT_MAX_US) * 1000);
     return per > 0 ? per * k : 1;
 }
 

@@ -89,6 +89,8 @@ typedef struct MPIDI_PART_hdr {
     MPIDI_PART_plan_t plan;     /* PLAN */
     int32_t timer_ns;           /* PLAN, RDMA: the timer aggregator's deadline; -1: none;
                                  * PLAN with iter > 0: the re-plan's tau (ns, section 4c) */
+    int32_t timer_cap_ns;       /* PLAN, RDMA timer: the deadline adapts to the spreads the
+                                 * sender observes, up to this (ns); 0: it stays timer_ns */
     uint64_t rop;               /* PLAN: the receiver's operation (echoed back in LAYOUT) */
     int32_t ext_len;            /* bytes of ext in use */
     /* RTS/PLAN/CTS: the transport's data, laid out by it as a struct (hence the alignment) */
@@ -178,6 +180,7 @@ typedef struct MPIDI_PART_op {
                                  * LAYOUT came ahead of our start, -1 it was invalid; 2 done */
     MPIDI_PART_plan_t layout;   /* receiver: that LAYOUT's plan */
     int32_t timer_ns;           /* the timer aggregator's deadline (the PLAN's); -1: none */
+    int32_t timer_cap_ns;       /* the PLAN's: the adaptive deadline's cap; 0: fixed */
     int spread;                 /* wire messages per iteration on a VCI other than 0 */
     int choice;                 /* enum MPIDI_PART_choice at init */
     int contig;                 /* buf is one contiguous run of total_bytes bytes */

@@ -28,6 +28,9 @@ struct MPIDI_PART_rtimer {
     int32_t sparts;             /* the sender's partitions */
     int32_t nready;             /* sender: partitions readied in this iteration (lock) */
     int32_t incomplete;         /* sender: groups not whole in this iteration (lock) */
+    double base_us, cap_us;     /* sender: the PLAN's deadline and the adaptive one's cap */
+    double *spreads;            /* sender: scratch for MPIDI_PART_timer_adapt, or NULL
+                                 * (fixed deadline) */
     MPIDI_PART_tgroup_t *g;     /* sender: per group */
     uint8_t *tstate;            /* sender: per partition (the groups' state) */
     int32_t *runlen;            /* sender: per partition, length of the run written from it */
@@ -103,6 +106,12 @@ int MPIDI_PART_rtimer_setup(MPIDI_PART_op_t * op, int32_t timer_ns)
     t->wdone = MPL_calloc(t->ngroups, sizeof(int32_t), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(!t->g || !t->tstate || !t->runlen || !t->wdone, mpi_errno,
                         MPI_ERR_OTHER, "**nomem");
+    t->base_us = timer_ns / 1000.0;
+    t->cap_us = op->timer_cap_ns / 1000.0;
+    if (t->cap_us > t->base_us) {
+        t->spreads = MPL_malloc(sizeof(double) * t->ngroups, MPL_MEM_OTHER);
+        MPIR_ERR_CHKANDJUMP(!t->spreads, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    }
     for (int32_t m = 0; m < t->ngroups; m++)
         MPIDI_PART_tgroup_init(&t->g[m], group_parts(t, m), t->tstate + m * ppg,
                                timer_ns / 1000.0);
@@ -143,6 +152,7 @@ void MPIDI_PART_rtimer_free(MPIDI_PART_op_t * op)
     MPL_free(t->tstate);
     MPL_free(t->runlen);
     MPL_free(t->wdone);
+    MPL_free(t->spreads);
     MPL_free(t->got);
     MPL_free(t->ucnt);
     MPL_free(t->udone);
@@ -263,6 +273,22 @@ static inline void count_ready(MPIDI_PART_rtimer_t * t, const MPIDI_PART_tgroup_
 
 /* ---- iterations ------------------------------------------------------------------------ */
 
+/* Timer lock held, at MPI_Start: the deadline of the iteration from the spreads of the
+ * groups readied whole in the last one (none seen, e.g. before the first timer iteration:
+ * it stays). O(groups), once per iteration. */
+static void adapt(MPIDI_PART_rtimer_t * t)
+{
+    int32_t n = 0;
+    for (int32_t m = 0; m < t->ngroups; m++)
+        if (t->g[m].nparts >= 2 && t->g[m].spread >= 0)
+            t->spreads[n++] = t->g[m].spread;
+    if (n == 0)
+        return;
+    double to = MPIDI_PART_timer_adapt(t->spreads, n, t->base_us, t->cap_us);
+    for (int32_t m = 0; m < t->ngroups; m++)
+        t->g[m].timeout = to;
+}
+
 void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
@@ -274,6 +300,8 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
         return;
     }
     MPID_Thread_mutex_lock(&t->lock, &err);
+    if (t->spreads)
+        adapt(t);
     for (int32_t m = 0; m < t->ngroups; m++)
         MPIDI_PART_tgroup_reset(&t->g[m]);
     t->nready = 0;

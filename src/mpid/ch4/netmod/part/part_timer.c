@@ -23,6 +23,8 @@ void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g)
     g->pending = 0;
     g->deadline = 0;
     g->hurry = 0;
+    g->first = 0;
+    g->spread = -1;
 }
 
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now)
@@ -66,7 +68,10 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
         return MPIDI_PART_TG_ETWICE;
     if (g->pending++ == 0)
         g->deadline = now + g->timeout;
-    g->nready++;
+    if (g->nready++ == 0)
+        g->first = now;
+    if (g->nready == g->nparts)
+        g->spread = now - g->first;
     g->state[p] = MPIDI_PART_TG_READY;
     /* the group is complete (everything waiting goes now), or the deadline passed
      * unnoticed (no tick since): this call fires, p included */
@@ -95,6 +100,46 @@ int32_t MPIDI_PART_tgroup_call_end(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * r
     if (!g->hurry || g->pending == 0 || g->pending < g->nparts - g->nready)
         return 0;
     return MPIDI_PART_tgroup_flush(g, runs);
+}
+
+/* The k-th smallest of v[0..n) (0-based; v is reordered). */
+static double kth(double *v, int32_t n, int32_t k)
+{
+    int32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        int32_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                double x = v[i];
+                v[i++] = v[j];
+                v[j--] = x;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return v[k];
+}
+
+double MPIDI_PART_timer_adapt(double *spreads, int32_t n, double base, double cap)
+{
+    if (n <= 0)
+        return base;
+    double med = kth(spreads, n, (n - 1) / 2);
+    if (n % 2 == 0)     /* the mean of the two middle ones */
+        med = 0.5 * (med + kth(spreads, n, n / 2));
+    if (med > cap)
+        med = cap;
+    return med < base ? base : med;
 }
 
 double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,

@@ -52,6 +52,9 @@ typedef struct MPIDI_PART_tgroup {
     double deadline;            /* first of the pending ready + timeout (pending > 0) */
     int32_t hurry;              /* 1: hurried for the rest of the iteration (halving
                                  * runs at each MPI_Pready* call's end, tgroup_hurry) */
+    double first;               /* when its first partition was readied in this iteration */
+    double spread;              /* its last ready minus its first once all are readied in
+                                 * this iteration; -1 until then */
     uint8_t *state;             /* nparts entries, MPIDI_PART_TG_* below (caller's memory) */
 } MPIDI_PART_tgroup_t;
 
@@ -119,6 +122,16 @@ static inline int MPIDI_PART_timer_hurry(const MPIDI_PART_tgroup_t * g, int32_t 
         return 0;
     return ngroups > 1 || (op_unready == 1 && g->pending > 0);
 }
+
+/* The adaptive deadline (MPIR_CVAR_PART_AGGR_TIMEOUT_US left at its default): the median
+ * of the spreads (first to last MPI_Pready) of the n groups of two partitions or more in
+ * the last iteration, within [base, cap]; base when n is 0. On a steady pattern half the
+ * groups then stay one write each (seed 000 picks its deadline from this arrival profile
+ * by hand, Fig. 12); a laggard group, whose spread is the laggard's delay, is outvoted by
+ * the others. 1.5 x the median (tried) kept more groups whole but held a whole group of
+ * data back until the laggard came (perceived bandwidth 0.63-0.66 of none with 4 x 8
+ * partitions of 32 KiB). spreads is reordered. */
+double MPIDI_PART_timer_adapt(double *spreads, int32_t n, double base, double cap);
 
 /* Whether a tick at now would fire (read-only; serialised like the others). */
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now);
