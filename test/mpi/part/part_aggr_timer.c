@@ -49,7 +49,8 @@
  * spread under MPIR_CVAR_PART_AGGR_SPREAD_US). At the default deadline each group would go
  * in several runs; from the third iteration the deadline adapts to the spread the sender
  * observed (part_timer.h, MPIDI_PART_timer_adapt), so the best of those iterations must
- * have G - 1 whole groups and the last one's halving runs, or fewer writes.
+ * have G - 1 whole groups and the last one's halving runs, or fewer writes, and the pvar
+ * part_timer_deadline_ns must lie between (k - 1) x US and the cap.
  *
  * -infoaggr=NAME: both sides pass the info key mpich_part_aggregator=NAME, which decides
  * instead of MPIR_CVAR_PART_AGGREGATOR (the receiver's; testlist runs it against a CVAR
@@ -403,6 +404,20 @@ int main(int argc, char *argv[])
             }
         }
         if (paced) {
+            /* the deadline it chose: the median spread of groups of k partitions readied
+             * paced_us apart, so at least (k - 1) x paced_us, and at most the cap
+             * (MPIR_CVAR_PART_AGGR_SPREAD_US, 100 us by default) */
+            const char *sp = getenv("MPIR_CVAR_PART_AGGR_SPREAD_US");
+            long long dl = (long long) pv_read("part_timer_deadline_ns");
+            long long lo = (long long) (k - 1) * paced_us * 1000;
+            long long hi = (sp ? atoi(sp) : 100) * 1000LL;
+            MTestPrintfMsg(1, "paced: part_timer_deadline_ns %lld (expected %lld..%lld)\n", dl,
+                           lo, hi);
+            if (dl < lo || dl > hi) {
+                fprintf(stderr, "paced: part_timer_deadline_ns = %lld, expected %lld..%lld\n",
+                        dl, lo, hi);
+                errs++;
+            }
             long long want = paced_groups - 1 + paced_runs;
             MTestPrintfMsg(1, "paced: best writes %lld (groups %lld, wanted <= %lld)\n",
                            paced_best, paced_groups, want);

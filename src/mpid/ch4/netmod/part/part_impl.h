@@ -321,6 +321,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_TIMER_RUNS,
     MPIDI_PART_PV_REPLANS,
     MPIDI_PART_PV_DIRECT_ITERS,
+    MPIDI_PART_PV_TIMER_DEADLINE,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -329,6 +330,8 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
     MPL_atomic_fetch_add_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_##idx_].v, (uint64_t) (n_))
 #define MPIDI_PART_PVAR_SUB(idx_, n_) \
     MPL_atomic_fetch_sub_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_##idx_].v, (uint64_t) (n_))
+#define MPIDI_PART_PVAR_SET(idx_, v_) \
+    MPL_atomic_relaxed_store_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_##idx_].v, (uint64_t) (v_))
 
 #define MPIDI_PART_LOCK()   do { int err_; MPID_Thread_mutex_lock(&MPIDI_PART_global.lock, &err_); } while (0)
 #define MPIDI_PART_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&MPIDI_PART_global.lock, &err_); } while (0)

@@ -75,7 +75,8 @@ static const struct {
         "Reliable-connection queue pairs held by the verbs backend"},
     [MPIDI_PART_PV_TIMER_RUNS] = {"part_timer_runs", 0,
         "Writes of the timer aggregator that carried part of a group (its deadline passed "
-        "before all its partitions were ready): runs fired, and late partitions"},
+        "before all its partitions were ready, or it was the operation's last incomplete "
+        "group, which goes in halving runs)"},
     [MPIDI_PART_PV_REPLANS] = {"part_replans", 0,
         "Operations (either side) whose layout the PLogGP aggregator re-planned from the "
         "MPI_Pready times of an observed iteration (tag transport)"},
@@ -83,6 +84,10 @@ static const struct {
         "Iterations of partitioned receive operations that their one wire message completes "
         "directly, without the engine's polling (tag transport, steady state, one VCI; "
         "counted when posted)"},
+    [MPIDI_PART_PV_TIMER_DEADLINE] = {"part_timer_deadline_ns", 1,
+        "The deadline (ns) that the last timer operation with an adaptive deadline chose at "
+        "its last MPI_Start: the median spread of its groups' MPI_Pready times in the "
+        "iteration before, within the model's deadline and MPIR_CVAR_PART_AGGR_SPREAD_US"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

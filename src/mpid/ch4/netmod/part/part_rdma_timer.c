@@ -287,6 +287,7 @@ static void adapt(MPIDI_PART_rtimer_t * t)
     double to = MPIDI_PART_timer_adapt(t->spreads, n, t->base_us, t->cap_us);
     for (int32_t m = 0; m < t->ngroups; m++)
         t->g[m].timeout = to;
+    MPIDI_PART_PVAR_SET(TIMER_DEADLINE, to * 1000.0 + 0.5);
 }
 
 void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
