@@ -585,6 +585,17 @@ def plot_all(d, outdir):
     return made
 
 
+def plot_ab(csv_path, outdir):
+    """the ab-* rows' plot (report_aggr.ab_plot), or None"""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return report_aggr.ab_plot(csv_path, outdir, plt)
+
+
 # ------------------------------------------------------------------------------------------
 # summary
 
@@ -1088,6 +1099,9 @@ def main():
         pdir = os.path.join(args.out, "plots")
         os.makedirs(pdir, exist_ok=True)
         plots = plot_all(d, pdir)
+        p = plot_ab(os.path.join(args.out, "results.csv"), pdir)
+        if p:
+            plots.append(p)
     text = summary(d, meta_text, args, plots)
     text += report_aggr.section(report_aggr.points(d, ratio), human, fr)
     text += report_aggr.ab_section(os.path.join(args.out, "results.csv"), human)

@@ -111,14 +111,10 @@ def ab_rows(csv_path):
         return [r for r in csv.DictReader(f) if AB.match(r["config"]) and r["lib"] == "ours"]
 
 
-def ab_section(csv_path, human):
-    """'Timer against none in one process': per point and round, the timer's perceived
-    bandwidth over no aggregation's and the writes ratio none/timer, both from the same
-    launch (variants part:none and part:timer interleaved iteration by iteration); the
-    median over rounds decides the issue 11 target (>= 0.95 and >= 2x)"""
+def ab_points(csv_path):
+    """{(pattern, N, noise %, bytes): [(pb ratio timer/none, writes none/timer, none row,
+    timer row), one per round]} from the ab-* rows"""
     rows = ab_rows(csv_path)
-    if not rows:
-        return ""
     by = {}
     for r in rows:
         m = AB.match(r["config"])
@@ -138,13 +134,65 @@ def ab_section(csv_path, human):
         if pa <= 0 or pb <= 0 or wb <= 0:
             continue
         pts.setdefault(key[:4], []).append((pa / pb, wa / wb, a, b))
+    return pts
+
+
+def med(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def ab_plot(csv_path, outdir, plt):
+    """timer_vs_none.png: per ready pattern, the timer's perceived bandwidth over none's and
+    none's writes over the timer's against the bytes (median of the rounds, bars: their
+    range), a line per N and noise; the path, or None without ab-* rows"""
+    pts = ab_points(csv_path)
+    if not pts:
+        return None
+    pats = sorted({k[0] for k in pts})
+    fig, axes = plt.subplots(2, len(pats), figsize=(5.5 * len(pats), 7.5), squeeze=False)
+    for j, pat in enumerate(pats):
+        for (n, noise) in sorted({(k[1], k[2]) for k in pts if k[0] == pat}):
+            keys = sorted(k for k in pts if k[:3] == (pat, n, noise))
+            xs = [k[3] for k in keys]
+            for i, (idx, lim) in enumerate(((0, 0.95), (1, 2.0))):
+                ys = [med([p[idx] for p in pts[k]]) for k in keys]
+                lo = [y - min(p[idx] for p in pts[k]) for y, k in zip(ys, keys)]
+                hi = [max(p[idx] for p in pts[k]) - y for y, k in zip(ys, keys)]
+                axes[i][j].errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3,
+                                    label="N=%d, %g %% noise" % (n, noise))
+        for i, (what, lim) in enumerate((("perceived bandwidth timer / none", 0.95),
+                                         ("writes none / timer", 2.0))):
+            ax = axes[i][j]
+            ax.axhline(lim, color="k", linestyle="--", linewidth=0.8)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("bytes per iteration")
+            ax.set_ylabel(what)
+            if i == 0:
+                ax.set_ylim(0, 1.5)
+                ax.set_title("%s readies (RDMA over shm)" % ("burst" if pat.endswith("burst")
+                                                            else "spread"))
+            else:
+                ax.set_yscale("log", base=2)
+            ax.legend(fontsize=7)
+    fig.suptitle("timer against no aggregation in one launch (median of rounds; bars: range; "
+                 "dashed: issue 11's target)", fontsize=10)
+    fig.tight_layout()
+    path = os.path.join(outdir, "timer_vs_none.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def ab_section(csv_path, human):
+    """'Timer against none in one process': per point and round, the timer's perceived
+    bandwidth over no aggregation's and the writes ratio none/timer, both from the same
+    launch (variants part:none and part:timer interleaved iteration by iteration); the
+    median over rounds decides the issue 11 target (>= 0.95 and >= 2x)"""
+    pts = ab_points(csv_path)
     if not pts:
         return ""
-
-    def med(xs):
-        xs = sorted(xs)
-        n = len(xs)
-        return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
     lines = ["", "## Timer against none in one process (issue 11's timer target)", "",
              "Seed 000's perceived-bandwidth pattern on the RDMA transport over libfabric shm "
