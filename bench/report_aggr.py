@@ -15,6 +15,16 @@ CONFIG = re.compile(r"^agg-(%s)-(\d+)$" % "|".join(AGGREGATORS))
 STYLE = {"none": "-o", "fixed": "-s", "ploggp": "-^", "timer": "-v"}
 
 
+def save(fig, plt, outdir, name, title):
+    """title, lay out and write fig as outdir/name; its path"""
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path = os.path.join(outdir, name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def points(d, ratio):
     """[(nparts, aggregator, noise %, bytes, ours row, stock row, ratio (v, h) or None)]"""
     out = []
@@ -57,13 +67,9 @@ def plot(pts, outdir, plt):
         ax.set_title("%d partitions (4 threads), 1 ms compute" % n, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("aggregators of our library vs stock MPICH 4.0.2, overhead pattern "
-                 "(< 1: ours faster; bars: 95% interval)", fontsize=10)
-    fig.tight_layout()
-    path = os.path.join(outdir, "aggregators.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, plt, outdir, "aggregators.png",
+                "aggregators of our library vs stock MPICH 4.0.2, overhead pattern "
+                "(< 1: ours faster; bars: 95% interval)")
 
 
 def section(pts, human, frm_ratio):
@@ -176,13 +182,9 @@ def ab_plot(csv_path, outdir, plt):
             else:
                 ax.set_yscale("log", base=2)
             ax.legend(fontsize=7)
-    fig.suptitle("timer against no aggregation in one launch (median of rounds; bars: range; "
-                 "dashed: issue 11's target)", fontsize=10)
-    fig.tight_layout()
-    path = os.path.join(outdir, "timer_vs_none.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, plt, outdir, "timer_vs_none.png",
+                "timer against no aggregation in one launch (median of rounds; bars: range; "
+                "dashed: issue 11's target)")
 
 
 def ab_section(csv_path, human):

@@ -1,3 +1,6 @@
+# ab_ratios.py: per point and launch of partbench part:none,part:timer rows in a CSV, the
+# timer's perceived bandwidth over none's (pb) and none's writes over the timer's (w).
+# Usage: python3 bench/ab_ratios.py FILE.csv
 import csv,collections,sys
 rows=list(csv.DictReader(open(sys.argv[1])))
 d=collections.defaultdict(dict)
