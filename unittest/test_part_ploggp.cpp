@@ -441,6 +441,85 @@ TEST(PloggpChoose, Extremes)
     EXPECT_EQ(MPIDI_PART_ploggp_choose(&kIB, &big, &mb, 1, nullptr), 32);
 }
 
+// ---- the timer's aligned groups (MPIDI_PART_ploggp_choose_aligned) ------------------------
+
+bool aligned_candidate(int32_t n, int32_t k)
+{
+    return k == n || (k >= 1 && k < n && (k & (k - 1)) == 0);
+}
+
+TEST(PloggpChooseAligned, IsTheArgminOverNAndThePowersOfTwo)
+{
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int it = 0; it < 2000; ++it) {
+        const MPIDI_PART_loggp_t t = random_table(rng);
+        const MPIDI_PART_problem_t pb = random_problem(rng, 200);
+        const MPIDI_PART_model_t m = model(u(rng) < 0.3 ? 0 : 5000 * u(rng), (int) (rng() % 2),
+                                           u(rng) < 0.5 ? -1 : 20 * u(rng));
+        const int32_t k_max = (it % 3) ? 64 : 1 + (int32_t) (rng() % 80);
+        double pred = -1;
+        const int32_t k = MPIDI_PART_ploggp_choose_aligned(&t, &m, &pb, k_max, &pred);
+        ASSERT_TRUE(aligned_candidate(pb.ngcd, k)) << "n " << pb.ngcd << " k " << k;
+        ASSERT_LE(k, k_max);
+        ASSERT_DOUBLE_EQ(pred, MPIDI_PART_ploggp_predict(&t, &m, &pb, k));
+        int32_t seen = 0;
+        for (int32_t j = 1; j <= std::min(pb.ngcd, k_max); ++j) {
+            if (!aligned_candidate(pb.ngcd, j))
+                continue;
+            ++seen;
+            const double x = MPIDI_PART_ploggp_predict(&t, &m, &pb, j);
+            ASSERT_GE(x, pred * (1 - 1e-6)) << "k " << k << " beaten by " << j;
+            if (j > k) {
+                ASSERT_GT(x, pred * (1 + 1e-10)) << "tie not broken towards fewer messages";
+            }
+        }
+        ASSERT_GE(seen, 1);
+    }
+}
+
+TEST(PloggpChooseAligned, GroupsStayOnThreadBlocks)
+{
+    // 4 threads x 8 partitions of 32 KiB, all ready together: with one segment (no cheaper
+    // message size) one group is the model's best; the cap of 8 keeps groups on the blocks
+    const MPIDI_PART_problem_t pb{1 << 20, 32, 32};
+    const MPIDI_PART_model_t m0 = model(0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &m0, &pb, 64, nullptr), 32);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &m0, &pb, 8, nullptr), 8);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &m0, &pb, 12, nullptr), 8);
+    // the unrestricted chooser may pick a layout whose groups straddle the blocks; the
+    // aligned one never does, whatever the spread: every group boundary is a multiple of
+    // k, a power of two, so a block of 8 (or 16) is never cut unevenly
+    for (double delta : {0.0, 10.0, 100.0, 4000.0}) {
+        const MPIDI_PART_model_t m = model(delta);
+        const int32_t k = MPIDI_PART_ploggp_choose_aligned(&kIB, &m, &pb, 64, nullptr);
+        EXPECT_TRUE(k % 8 == 0 || 8 % k == 0) << delta << " k " << k;
+    }
+    // n not a power of two (6 threads x 8): candidates 48, 32, 16, .., 1
+    const MPIDI_PART_problem_t p48{48 << 15, 48, 48};
+    const int32_t k48 = MPIDI_PART_ploggp_choose_aligned(&kIB, &m0, &p48, 64, nullptr);
+    EXPECT_TRUE(aligned_candidate(48, k48)) << k48;
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &m0, &p48, 40, nullptr) & 31, 0);
+}
+
+TEST(PloggpChooseAligned, Extremes)
+{
+    const MPIDI_PART_model_t big = model(4000);
+    const MPIDI_PART_problem_t one{1 << 20, 1, 1};
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &big, &one, 64, nullptr), 1);
+    const MPIDI_PART_problem_t zero{0, 32, 32};
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &big, &zero, 64, nullptr), 32);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &big, &zero, 20, nullptr), 16);
+    // huge spread, bandwidth-bound: small groups
+    const MPIDI_PART_model_t huge = model(1e7);
+    const MPIDI_PART_problem_t gib{1LL << 30, 32, 32};
+    EXPECT_LE(MPIDI_PART_ploggp_choose_aligned(&kIB, &huge, &gib, 64, nullptr), 2);
+    // invalid input and k_max < 1: 0
+    const MPIDI_PART_problem_t bad{1 << 20, 32, 0};
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &big, &bad, 64, nullptr), 0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_aligned(&kIB, &big, &one, 0, nullptr), 0);
+}
+
 // ---- Table I of Temucin et al. (InfiniBand EDR, 32 user partitions, delay 4 ms) ----------
 
 // T chosen among the powers of two (as the paper does) and by the chooser (every k).

@@ -314,20 +314,29 @@ TEST(PartTimer, GroupRecordsTheSpreadOfItsReadies)
     EXPECT_DOUBLE_EQ(G.g.spread, 1.0);
 }
 
-TEST(PartTimer, AdaptiveDeadlineIsTheMedianSpreadWithinBaseAndCap)
+TEST(PartTimer, AdaptiveDeadlineIsTheMedianSpreadWithinBaseAndCapOrHalfTheWindow)
 {
     std::vector<double> v;
-    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 0, 3.0, 100.0), 3.0);   // nothing seen
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 0, 3.0, 100.0, 0.0), 3.0);   // nothing seen
     v = {10.0};
-    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 1, 3.0, 100.0), 10.0);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 1, 3.0, 100.0, 0.0), 10.0);
     v = {10.0, 1000.0, 12.0};                           // one laggard group: outvoted
-    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0), 12.0);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0, 0.0), 12.0);
     v = {10.0, 20.0, 1000.0, 12.0};                     // even: mean of 12 and 20
-    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 4, 3.0, 100.0), 16.0);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 4, 3.0, 100.0, 0.0), 16.0);
     v = {0.1, 0.2, 0.3};                                // below base
-    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0), 3.0);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0, 0.0), 3.0);
     v = {190.0, 195.0, 199.0};                          // above cap
-    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0), 100.0);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0, 0.0), 100.0);
+    // the operation's window: the cap rises to half of it, never falls below cap
+    v = {190.0, 195.0, 199.0};
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0, 150.0), 100.0);
+    v = {190.0, 195.0, 199.0};
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0, 300.0), 150.0);
+    v = {190.0, 195.0, 199.0};
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0, 1000.0), 195.0);
+    v = {0.1, 0.2, 0.3};                                // the base still holds
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_adapt(v.data(), 3, 3.0, 100.0, 1000.0), 3.0);
     // random inputs with ties against a sorted reference
     std::mt19937 rng(7);
     for (int round = 0; round < 2000; ++round) {
@@ -338,7 +347,8 @@ TEST(PartTimer, AdaptiveDeadlineIsTheMedianSpreadWithinBaseAndCap)
         std::vector<double> s = x;
         std::sort(s.begin(), s.end());
         const double med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-        const double want = std::min(std::max(med, 2.0), 40.0);
-        ASSERT_DOUBLE_EQ(MPIDI_PART_timer_adapt(x.data(), n, 2.0, 40.0), want) << round;
+        const double window = (double) (rng() % 120);
+        const double want = std::min(std::max(med, 2.0), std::max(40.0, window / 2));
+        ASSERT_DOUBLE_EQ(MPIDI_PART_timer_adapt(x.data(), n, 2.0, 40.0, window), want) << round;
     }
 }

@@ -50,7 +50,11 @@
  * in several runs; from the third iteration the deadline adapts to the spread the sender
  * observed (part_timer.h, MPIDI_PART_timer_adapt), so the best of those iterations must
  * have G - 1 whole groups and the last one's halving runs, or fewer writes, and the pvar
- * part_timer_deadline_ns must lie between (k - 1) x US and the cap.
+ * part_timer_deadline_ns must lie between (k - 1) x US and the cap (the larger of
+ * MPIR_CVAR_PART_AGGR_SPREAD_US and half of an iteration's first-to-last MPI_Pready).
+ *
+ * Without -aggr and with spart == rpart the model sizes the groups: there must be one group
+ * or groups of a power of two partitions (aligned on the blocks threads ready together).
  *
  * -infoaggr=NAME: both sides pass the info key mpich_part_aggregator=NAME, which decides
  * instead of MPIR_CVAR_PART_AGGREGATOR (the receiver's; testlist runs it against a CVAR
@@ -272,6 +276,7 @@ int main(int argc, char *argv[])
     int paced = timer && paced_us > 0 && k > 0 && spart == rpart && timeout < 0;
     int paced_k_groups = 0, paced_runs = 0, paced_first = 0;
     long long paced_best = -1, paced_groups = 0;
+    double paced_window = 0;    /* the longest first-to-last MPI_Pready of an iteration (s) */
     if (paced) {
         paced_k_groups = (spart + k - 1) / k;
         paced_runs = halving_runs(spart - (paced_k_groups - 1) * k, &paced_first);
@@ -304,11 +309,15 @@ int main(int argc, char *argv[])
             if (pat == TOGETHER) {
                 MPI_Pready_range(0, spart - 1, req);
             } else if (pat == PACED) {
+                double first = MPI_Wtime();
                 for (int p = 0; p < spart; p++) {
                     double t0 = MPI_Wtime();
                     while (p > 0 && MPI_Wtime() - t0 < paced_us * 1e-6);
                     MPI_Pready(p, req);
                 }
+                double window = MPI_Wtime() - first;    /* >= the engine's window */
+                if (window > paced_window)
+                    paced_window = window;
             } else if (pat == EARLY) {
                 MPI_Pready_range(0, s1 - 1, req);
                 MPI_Recv(&dummy, 1, MPI_INT, 1, 1, ctl, MPI_STATUS_IGNORE);
@@ -364,6 +373,17 @@ int main(int argc, char *argv[])
                 errs++;
                 continue;
             }
+            if (!k && spart == rpart) {
+                /* the model sized the groups: k = spart (one group) or a power of two, so
+                 * that groups stay on the blocks threads ready together (part_ploggp.h,
+                 * MPIDI_PART_ploggp_choose_aligned; 31 + 1 of 32 before) */
+                long long kg = (spart + G - 1) / G;
+                if (G != (spart + kg - 1) / kg || (kg != spart && (kg & (kg - 1)) != 0)) {
+                    fprintf(stderr, "iter %d: %lld groups for %d partitions: not one group "
+                            "or groups of a power of two\n", it, G, spart);
+                    errs++;
+                }
+            }
             int ppg = k ? k * s1 : 0;   /* partitions per full group, when known */
             int last = k ? spart - (int) (G - 1) * ppg : 0;
             if (pat == PACED) {
@@ -405,12 +425,15 @@ int main(int argc, char *argv[])
         }
         if (paced) {
             /* the deadline it chose: the median spread of groups of k partitions readied
-             * paced_us apart, so at least (k - 1) x paced_us, and at most the cap
-             * (MPIR_CVAR_PART_AGGR_SPREAD_US, 100 us by default) */
+             * paced_us apart, so at least (k - 1) x paced_us, and at most the cap: the
+             * larger of MPIR_CVAR_PART_AGGR_SPREAD_US (100 us by default) and half the
+             * operation's first-to-last MPI_Pready of the iteration before */
             const char *sp = getenv("MPIR_CVAR_PART_AGGR_SPREAD_US");
             long long dl = (long long) pv_read("part_timer_deadline_ns");
             long long lo = (long long) (k - 1) * paced_us * 1000;
             long long hi = (sp ? atoi(sp) : 100) * 1000LL;
+            if (hi < (long long) (paced_window * 0.5e9) + 1)
+                hi = (long long) (paced_window * 0.5e9) + 1;
             MTestPrintfMsg(1, "paced: part_timer_deadline_ns %lld (expected %lld..%lld)\n", dl,
                            lo, hi);
             if (dl < lo || dl > hi) {

@@ -227,7 +227,8 @@ static int peer_on_node(MPIDI_PART_op_t * op)
 }
 
 /* Receiver, at match, timer aggregator on an RDMA transport (op->timer_ns >= 0 on entry):
- * groups of the k gcd-messages the model picks for partitions readied together, within what
+ * groups of the k gcd-messages the model picks for partitions readied together, k = n or a
+ * power of two (groups aligned on what one thread typically readies at once), within what
  * a timer immediate can name (part_imm.h: at most 1024 partitions of the sender, at most 64
  * per group), and the deadline in op->timer_ns. When the sender has more partitions, or a
  * group would hold one partition of the sender, op->timer_ns becomes -1 and the plan is
@@ -243,7 +244,8 @@ static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_par
         .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
     };
     MPIDI_PART_problem_t pb = {.bytes = bytes,.send_parts = send_parts,.ngcd = n };
-    int32_t k = MPIDI_PART_ploggp_choose(t, &model, &pb, max_msgs, NULL);
+    /* aligned groups (powers of two): see MPIDI_PART_ploggp_choose_aligned */
+    int32_t k = MPIDI_PART_ploggp_choose_aligned(t, &model, &pb, k_max > 0 ? k_max : 1, NULL);
     int64_t per = bytes / n;
     if (op->aggr_size > 0)      /* MPIR_CVAR_PART_AGGR_SIZE sizes the groups instead */
         k = (per == 0 || per * n <= op->aggr_size) ? n :

@@ -481,6 +481,35 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
     return best_k;
 }
 
+int32_t MPIDI_PART_ploggp_choose_aligned(const MPIDI_PART_loggp_t * t,
+                                         const MPIDI_PART_model_t * m,
+                                         const MPIDI_PART_problem_t * pb, int32_t k_max,
+                                         double *pred)
+{
+    if (!valid(t, m, pb) || k_max < 1)
+        return 0;
+    const int32_t n = pb->ngcd;
+    int32_t best_k = 0;
+    double best = 0;
+    /* n itself first (one group), then the powers of two below it, largest first: on a tie
+     * the earlier candidate (fewer messages) is kept, within a relative 1e-9 */
+    int64_t top = 1;
+    while (top * 2 < n)
+        top *= 2;
+    for (int64_t k = n; k >= 1; k = (k == n && n != top) ? top : k / 2) {
+        if (k > k_max)
+            continue;
+        const double x = MPIDI_PART_ploggp_predict(t, m, pb, (int32_t) k);
+        if (best_k == 0 || x < best - 1e-9 * best) {
+            best = x;
+            best_k = (int32_t) k;
+        }
+    }
+    if (pred)
+        *pred = best;
+    return best_k;
+}
+
 /* ---- re-planning from an observed iteration --------------------------------------------- */
 
 typedef struct {

@@ -119,6 +119,18 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
                                  const MPIDI_PART_problem_t * pb, int32_t max_msgs,
                                  double *pred);
 
+/* The timer aggregator's groups (part_aggr.c): like MPIDI_PART_ploggp_choose, but only
+ * k = n (one group) and the powers of two up to k_max are candidates, so that groups start
+ * at multiples of a power of two: a block of partitions one thread readies together (8 of a
+ * thread's 8, 16 of 128 partitions over 8 threads) is then whole in one group or split into
+ * whole groups, never shared with a neighbour that another thread readies later (seed 000
+ * also picks T among powers of two). Ties go to fewer messages. Returns 0 on invalid input
+ * or k_max < 1. */
+int32_t MPIDI_PART_ploggp_choose_aligned(const MPIDI_PART_loggp_t * t,
+                                         const MPIDI_PART_model_t * m,
+                                         const MPIDI_PART_problem_t * pb, int32_t k_max,
+                                         double *pred);
+
 /* ---- re-planning from an observed iteration (the tag transport, section 4c) ----------
  * ready[j] (us, any origin): when gcd-message j became complete in the observed iteration
  * (the MPI_Pready call that readied its last partition); sent[j] (us, >= 0): how long that

@@ -278,13 +278,22 @@ static inline void count_ready(MPIDI_PART_rtimer_t * t, const MPIDI_PART_tgroup_
  * it stays). O(groups), once per iteration. */
 static void adapt(MPIDI_PART_rtimer_t * t)
 {
-    int32_t n = 0;
-    for (int32_t m = 0; m < t->ngroups; m++)
-        if (t->g[m].nparts >= 2 && t->g[m].spread >= 0)
-            t->spreads[n++] = t->g[m].spread;
+    int32_t n = 0, seen = 0;
+    double lo = 0, hi = 0;      /* the operation's first and last MPI_Pready */
+    for (int32_t m = 0; m < t->ngroups; m++) {
+        const MPIDI_PART_tgroup_t *g = &t->g[m];
+        if (g->spread < 0)
+            continue;
+        if (g->nparts >= 2)
+            t->spreads[n++] = g->spread;
+        if (seen++ == 0 || g->first < lo)
+            lo = g->first;
+        if (seen == 1 || g->first + g->spread > hi)
+            hi = g->first + g->spread;
+    }
     if (n == 0)
         return;
-    double to = MPIDI_PART_timer_adapt(t->spreads, n, t->base_us, t->cap_us);
+    double to = MPIDI_PART_timer_adapt(t->spreads, n, t->base_us, t->cap_us, hi - lo);
     for (int32_t m = 0; m < t->ngroups; m++)
         t->g[m].timeout = to;
     MPIDI_PART_PVAR_SET(TIMER_DEADLINE, to * 1000.0 + 0.5);

@@ -130,10 +130,13 @@ static double kth(double *v, int32_t n, int32_t k)
     return v[k];
 }
 
-double MPIDI_PART_timer_adapt(double *spreads, int32_t n, double base, double cap)
+double MPIDI_PART_timer_adapt(double *spreads, int32_t n, double base, double cap,
+                              double window)
 {
     if (n <= 0)
         return base;
+    if (cap < 0.5 * window)
+        cap = 0.5 * window;
     double med = kth(spreads, n, (n - 1) / 2);
     if (n % 2 == 0)     /* the mean of the two middle ones */
         med = 0.5 * (med + kth(spreads, n, n / 2));

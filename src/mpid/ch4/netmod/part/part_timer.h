@@ -125,13 +125,21 @@ static inline int MPIDI_PART_timer_hurry(const MPIDI_PART_tgroup_t * g, int32_t 
 
 /* The adaptive deadline (MPIR_CVAR_PART_AGGR_TIMEOUT_US left at its default): the median
  * of the spreads (first to last MPI_Pready) of the n groups of two partitions or more in
- * the last iteration, within [base, cap]; base when n is 0. On a steady pattern half the
+ * the last iteration, within [base, max(cap, window / 2)]; base when n is 0. window: the
+ * last iteration's first to last MPI_Pready of the whole operation. Half of it bounds the
+ * wait so that what is readied in an iteration's first half leaves before its last
+ * MPI_Pready (nothing early is still held back at the end); cap (the expected spread,
+ * MPIR_CVAR_PART_AGGR_SPREAD_US) is the floor of that bound. Without the window, a cap of
+ * 100 us split groups of 4 x 128 KiB partitions that one thread readied over 100-300 us
+ * on this 2-core machine (4 threads and the receiver: a thread is descheduled mid-burst)
+ * into two writes each: 17 writes for 32 partitions instead of 10. On a steady pattern half the
  * groups then stay one write each (seed 000 picks its deadline from this arrival profile
  * by hand, Fig. 12); a laggard group, whose spread is the laggard's delay, is outvoted by
  * the others. 1.5 x the median (tried) kept more groups whole but held a whole group of
  * data back until the laggard came (perceived bandwidth 0.63-0.66 of none with 4 x 8
  * partitions of 32 KiB). spreads is reordered. */
-double MPIDI_PART_timer_adapt(double *spreads, int32_t n, double base, double cap);
+double MPIDI_PART_timer_adapt(double *spreads, int32_t n, double base, double cap,
+                              double window);
 
 /* Whether a tick at now would fire (read-only; serialised like the others). */
 int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now);
