@@ -61,8 +61,10 @@ cvars:
         sleeping). -1 (default): derived from the LogGP parameters (the cost of one extra
         write at the partition size) and, while MPIR_CVAR_PART_AGGR_OBSERVE > 0, adapted
         at each MPI_Start to the median time the sender's groups took from their first to
-        their last MPI_Pready in the iteration before, up to MPIR_CVAR_PART_AGGR_SPREAD_US;
-        0: every partition goes as it is readied. Read by MPI_Precv_init; below -1 or
+        their last MPI_Pready in the iteration before, up to the larger of
+        MPIR_CVAR_PART_AGGR_SPREAD_US and half the operation's first-to-last MPI_Pready
+        then; groups hold one or a power of two partitions; 0: every partition goes as it
+        is readied. Read by MPI_Precv_init; below -1 or
         above 2000000: MPI_ERR_ARG.
 
     - name        : MPIR_CVAR_PART_AGGR_OBSERVE
@@ -254,11 +256,18 @@ static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_par
         k = k_max;
     if (k < k_min)
         k = k_min;
-    if (send_parts > (int32_t) MPIDI_PART_IMM_TIMER_PARTS || k_max < 1 || k > k_max ||
-        k * per_gcd < 2) {
-        op->timer_ns = -1;      /* not expressible, or nothing to wait for: plain layout */
+    if (send_parts > (int32_t) MPIDI_PART_IMM_TIMER_PARTS || k_max < 1 || k > k_max) {
+        op->timer_ns = -1;      /* not expressible: plain layout */
         op->aggregator = MPIDI_PART_AGGR_PLOGGP;
         return MPIDI_PART_aggr_limit(op, bytes, send_parts, n, max_msgs);
+    }
+    if (k * per_gcd < 2) {
+        /* groups of one partition: the model says merging does not pay even when all are
+         * ready together, so nothing merges (not ploggp's layout for the expected spread,
+         * which may merge partitions a program readies apart and then waits on: 8 x 512 KiB
+         * on shared memory, where the aligned k is 1 and ploggp's k for 100 us is 7) */
+        op->timer_ns = -1;
+        return 0;
     }
     double us = op->timeout_us >= 0 ? (double) op->timeout_us :
         MPIDI_PART_timer_default_timeout(t, -1.0, send_parts > 0 ? bytes / send_parts : 0);
