@@ -232,9 +232,9 @@ static int peer_on_node(MPIDI_PART_op_t * op)
  * groups of the k gcd-messages the model picks for partitions readied together, k = n or a
  * power of two (groups aligned on what one thread typically readies at once), within what
  * a timer immediate can name (part_imm.h: at most 1024 partitions of the sender, at most 64
- * per group), and the deadline in op->timer_ns. When the sender has more partitions, or a
- * group would hold one partition of the sender, op->timer_ns becomes -1 and the plan is
- * "ploggp"'s. */
+ * per group), and the deadline in op->timer_ns. When the sender has more partitions,
+ * op->timer_ns becomes -1 and the plan is "ploggp"'s; when a group would hold one partition
+ * of the sender, op->timer_ns becomes -1 and nothing merges. */
 static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts, int32_t n,
                            int32_t max_msgs)
 {
