@@ -120,6 +120,18 @@ MPIDI_PART_problem_t random_problem(std::mt19937_64 &rng, int32_t max_n)
     return MPIDI_PART_problem_t{per * U, U, n};
 }
 
+// A random model: spread 0 with probability p_zero, else up to max_delta; arrival pattern
+// either; msg_cost the default (-1) or up to max_c. Drawn in this order.
+MPIDI_PART_model_t random_model(std::mt19937_64 &rng, double p_zero, double max_delta,
+                                double max_c)
+{
+    std::uniform_real_distribution<double> u(0, 1);
+    const double delta = u(rng) < p_zero ? 0 : max_delta * u(rng);
+    const int arrival = (int) (rng() % 2);
+    const double c = u(rng) < 0.5 ? -1 : max_c * u(rng);
+    return model(delta, arrival, c);
+}
+
 }  // namespace
 
 // ---- the parser ------------------------------------------------------------------------
@@ -301,12 +313,10 @@ TEST(PloggpModel, TwoBackToBackMessagesArePLogGPsExample)
 TEST(PloggpModel, ClosedFormMatchesMessageByMessageSimulation)
 {
     std::mt19937_64 rng(1);
-    std::uniform_real_distribution<double> u(0, 1);
     for (int it = 0; it < 3000; ++it) {
         const MPIDI_PART_loggp_t t = random_table(rng);
         const MPIDI_PART_problem_t pb = random_problem(rng, 40);
-        const MPIDI_PART_model_t m = model(u(rng) < 0.2 ? 0 : 500 * u(rng), (int) (rng() % 2),
-                                           u(rng) < 0.5 ? -1 : 5 * u(rng));
+        const MPIDI_PART_model_t m = random_model(rng, 0.2, 500, 5);
         for (int32_t k = 1; k <= pb.ngcd; ++k) {
             const double got = MPIDI_PART_ploggp_predict(&t, &m, &pb, k);
             const double want = reference(t, m, pb, k);
@@ -368,12 +378,10 @@ void check_choice(const MPIDI_PART_loggp_t &t, const MPIDI_PART_model_t &m,
 TEST(PloggpChoose, IsTheArgminOverEveryCandidate)
 {
     std::mt19937_64 rng(2);
-    std::uniform_real_distribution<double> u(0, 1);
     for (int it = 0; it < 2000; ++it) {
         const MPIDI_PART_loggp_t t = random_table(rng);
         const MPIDI_PART_problem_t pb = random_problem(rng, 200);
-        const MPIDI_PART_model_t m = model(u(rng) < 0.2 ? 0 : 5000 * u(rng), (int) (rng() % 2),
-                                           u(rng) < 0.5 ? -1 : 20 * u(rng));
+        const MPIDI_PART_model_t m = random_model(rng, 0.2, 5000, 20);
         check_choice(t, m, pb, (rng() % 3) ? 0 : 1 + (int32_t) (rng() % 50));
         if (HasFatalFailure())
             return;
@@ -451,12 +459,10 @@ bool aligned_candidate(int32_t n, int32_t k)
 TEST(PloggpChooseAligned, IsTheArgminOverNAndThePowersOfTwo)
 {
     std::mt19937_64 rng(11);
-    std::uniform_real_distribution<double> u(0, 1);
     for (int it = 0; it < 2000; ++it) {
         const MPIDI_PART_loggp_t t = random_table(rng);
         const MPIDI_PART_problem_t pb = random_problem(rng, 200);
-        const MPIDI_PART_model_t m = model(u(rng) < 0.3 ? 0 : 5000 * u(rng), (int) (rng() % 2),
-                                           u(rng) < 0.5 ? -1 : 20 * u(rng));
+        const MPIDI_PART_model_t m = random_model(rng, 0.3, 5000, 20);
         const int32_t k_max = (it % 3) ? 64 : 1 + (int32_t) (rng() % 80);
         double pred = -1;
         const int32_t k = MPIDI_PART_ploggp_choose_aligned(&t, &m, &pb, k_max, &pred);

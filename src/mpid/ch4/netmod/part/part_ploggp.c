@@ -441,6 +441,22 @@ int MPIDI_PART_ploggp_is_candidate(int32_t ngcd, int32_t k)
     return 0;
 }
 
+/* The choosers' running minimum: candidate k with prediction x replaces the best so far
+ * only when x is lower by more than a relative 1e-9, so among ties the first one tried
+ * stays (every chooser tries fewer messages first). */
+typedef struct {
+    int32_t k;                  /* 0: nothing tried yet */
+    double pred;
+} best_t;
+
+static void keep_min(best_t * b, int32_t k, double x)
+{
+    if (b->k == 0 || x < b->pred - 1e-9 * b->pred) {
+        b->pred = x;
+        b->k = k;
+    }
+}
+
 int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_model_t * m,
                                  const MPIDI_PART_problem_t * pb, int32_t max_msgs,
                                  double *pred)
@@ -448,19 +464,13 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
     if (!valid(t, m, pb))
         return 0;
     const int32_t n = pb->ngcd;
-    int32_t best_k = 0;
-    double best = 0;
+    best_t b = { 0, 0 };
     /* k from n down to 1: T = ceil(n/k) never decreases, so on a tie the earlier candidate
-     * (fewer messages, then larger k) is kept. Ties: within a relative 1e-9. */
+     * (fewer messages, then larger k) is kept. */
     for (int64_t k = n; k >= 1;) {
         const int64_t T = (n + k - 1) / k;
-        if (max_msgs < 1 || T <= max_msgs) {
-            const double x = MPIDI_PART_ploggp_predict(t, m, pb, (int32_t) k);
-            if (best_k == 0 || x < best - 1e-9 * best) {
-                best = x;
-                best_k = (int32_t) k;
-            }
-        }
+        if (max_msgs < 1 || T <= max_msgs)
+            keep_min(&b, (int32_t) k, MPIDI_PART_ploggp_predict(t, m, pb, (int32_t) k));
         /* next candidate below k */
         if (n <= MPIDI_PART_PLOGGP_EXHAUSTIVE_MAX) {
             k--;
@@ -477,8 +487,8 @@ int32_t MPIDI_PART_ploggp_choose(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
         }
     }
     if (pred)
-        *pred = best;
-    return best_k;
+        *pred = b.pred;
+    return b.k;
 }
 
 int32_t MPIDI_PART_ploggp_choose_aligned(const MPIDI_PART_loggp_t * t,
@@ -489,25 +499,20 @@ int32_t MPIDI_PART_ploggp_choose_aligned(const MPIDI_PART_loggp_t * t,
     if (!valid(t, m, pb) || k_max < 1)
         return 0;
     const int32_t n = pb->ngcd;
-    int32_t best_k = 0;
-    double best = 0;
+    best_t b = { 0, 0 };
     /* n itself first (one group), then the powers of two below it, largest first: on a tie
-     * the earlier candidate (fewer messages) is kept, within a relative 1e-9 */
-    int64_t top = 1;
-    while (top * 2 < n)
-        top *= 2;
-    for (int64_t k = n; k >= 1; k = (k == n && n != top) ? top : k / 2) {
-        if (k > k_max)
-            continue;
-        const double x = MPIDI_PART_ploggp_predict(t, m, pb, (int32_t) k);
-        if (best_k == 0 || x < best - 1e-9 * best) {
-            best = x;
-            best_k = (int32_t) k;
-        }
-    }
+     * the earlier candidate (fewer messages) is kept */
+    if (n <= k_max)
+        keep_min(&b, n, MPIDI_PART_ploggp_predict(t, m, pb, n));
+    int64_t k = 1;
+    while (k * 2 < n)
+        k *= 2;
+    for (k = n > 1 ? k : 0; k >= 1; k /= 2)
+        if (k <= k_max)
+            keep_min(&b, (int32_t) k, MPIDI_PART_ploggp_predict(t, m, pb, (int32_t) k));
     if (pred)
-        *pred = best;
-    return best_k;
+        *pred = b.pred;
+    return b.k;
 }
 
 /* ---- re-planning from an observed iteration --------------------------------------------- */
@@ -687,22 +692,17 @@ int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
     if (boundaries)
         *boundaries = nb;
 
-    int32_t best_k = 0;
-    double best = 0;
+    best_t b = { 0, 0 };
     for (int64_t k = n; k >= 1; k--) {
         const int64_t T = (n + k - 1) / k;
         if ((cut && cut % k) || (max_msgs >= 1 && T > max_msgs) || !obs_candidate(n, k))
             continue;
-        const double x = predict_obs(t, pb, adj, -1.0, (int32_t) k, msgs);
-        if (best_k == 0 || x < best - 1e-9 * best) {
-            best = x;
-            best_k = (int32_t) k;
-        }
+        keep_min(&b, (int32_t) k, predict_obs(t, pb, adj, -1.0, (int32_t) k, msgs));
     }
     free(msgs);
-    if (best_k == 0)    /* no candidate fits max_msgs: the finest layout that does */
-        best_k = max_msgs >= 1 ? (int32_t) (((int64_t) n + max_msgs - 1) / max_msgs) : 1;
+    if (b.k == 0)       /* no candidate fits max_msgs: the finest layout that does */
+        b.k = max_msgs >= 1 ? (int32_t) (((int64_t) n + max_msgs - 1) / max_msgs) : 1;
     if (pred)
-        *pred = best;
-    return best_k;
+        *pred = b.pred;
+    return b.k;
 }

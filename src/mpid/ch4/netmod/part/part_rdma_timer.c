@@ -17,6 +17,7 @@
  */
 #include "part_rdma.h"
 #include "part_timer.h"
+#include <math.h>
 #include <time.h>
 
 struct MPIDI_PART_rtimer {
@@ -278,18 +279,16 @@ static inline void count_ready(MPIDI_PART_rtimer_t * t, const MPIDI_PART_tgroup_
  * it stays). O(groups), once per iteration. */
 static void adapt(MPIDI_PART_rtimer_t * t)
 {
-    int32_t n = 0, seen = 0;
-    double lo = 0, hi = 0;      /* the operation's first and last MPI_Pready */
+    int32_t n = 0;
+    double lo = HUGE_VAL, hi = -HUGE_VAL;       /* the operation's first and last MPI_Pready */
     for (int32_t m = 0; m < t->ngroups; m++) {
         const MPIDI_PART_tgroup_t *g = &t->g[m];
         if (g->spread < 0)
             continue;
         if (g->nparts >= 2)
             t->spreads[n++] = g->spread;
-        if (seen++ == 0 || g->first < lo)
-            lo = g->first;
-        if (seen == 1 || g->first + g->spread > hi)
-            hi = g->first + g->spread;
+        lo = g->first < lo ? g->first : lo;
+        hi = g->first + g->spread > hi ? g->first + g->spread : hi;
     }
     if (n == 0)
         return;
