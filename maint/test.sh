@@ -206,21 +206,34 @@ fi
 # A short run over shared memory (3 sizes, 5 rounds): it must locate the protocol switch
 # between 4 and 16 KiB (MPICH's shared memory changes protocol at 8256 bytes here) and
 # write a file the engine reads (the demo again, with MPIR_CVAR_PART_LOGGP_FILE naming it:
-# a file that does not parse fails MPI_Precv_init).
-step "calibration tool (tools/part-calibrate, a short run; the engine reads its file)"
+# a file that does not parse fails MPI_Precv_init). Then the same with libfabric RDMA
+# writes (-f shm, the RDMA transport's path), appended as table "rdma-shm": it must find
+# libfabric shm's step from its inject buffer to a copy by system call between 4096 and
+# 4097 bytes, and the demo must run over the RDMA transport with the file.
+step "calibration tool (tools/part-calibrate, short runs; the engine reads its file)"
 cal=$BUILD_DIR/part_calibrate
-if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -o "$cal" \
-        "$top/tools/part-calibrate/part_calibrate.cpp" > "$RESULTS/calibrate-build.log" 2>&1 \
-   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$RESULTS/calibrate.loggp" -t shm \
+calfile=$RESULTS/calibrate.loggp
+if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -DPART_CALIBRATE_OFI -o "$cal" \
+        "$top/tools/part-calibrate/part_calibrate.cpp" "$top/tools/part-calibrate/ofi_link.cpp" \
+        -lfabric > "$RESULTS/calibrate-build.log" 2>&1 \
+   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$calfile" -t shm \
         -s 1K,4K,16K -r 5 > "$RESULTS/calibrate.log" 2>&1 \
    && grep -q "^protocol switch between .* bytes (o_s" "$RESULTS/calibrate.log" \
-   && [ "$(grep -c '^[0-9]' "$RESULTS/calibrate.loggp")" -ge 5 ] \
-   && MPIR_CVAR_PART_LOGGP_FILE="$RESULTS/calibrate.loggp" timeout 300 "$PREFIX/bin/mpiexec" \
-        -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-demo.log" 2>&1; then
+   && [ "$(grep -c '^[0-9]' "$calfile")" -ge 5 ] \
+   && MPIR_CVAR_PART_LOGGP_FILE="$calfile" timeout 300 "$PREFIX/bin/mpiexec" \
+        -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-demo.log" 2>&1 \
+   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$calfile" -a -t rdma-shm -f shm \
+        -s 1K,4K,16K -r 5 > "$RESULTS/calibrate-rdma.log" 2>&1 \
+   && grep -q "^protocol switch between 4096 and 4097 bytes (o_s" "$RESULTS/calibrate-rdma.log" \
+   && grep -q "^transport rdma-shm" "$calfile" \
+   && MPIR_CVAR_PART_LOGGP_FILE="$calfile" MPIR_CVAR_PART_TRANSPORT=ofi \
+        MPIR_CVAR_PART_OFI_PROVIDER=shm timeout 300 "$PREFIX/bin/mpiexec" \
+        -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-rdma-demo.log" 2>&1; then
     record calibrate 1 0
 else
     tail -20 "$RESULTS/calibrate-build.log" "$RESULTS/calibrate.log" \
-        "$RESULTS/calibrate-demo.log" 2>/dev/null
+        "$RESULTS/calibrate-demo.log" "$RESULTS/calibrate-rdma.log" \
+        "$RESULTS/calibrate-rdma-demo.log" 2>/dev/null
     record calibrate 0 1
 fi
 

@@ -17,9 +17,16 @@
 // located by bisection and the sizes on either side of it added (refine_switches; -R turns
 // this off).
 //
-// Plain MPI_Send/MPI_Recv: run against any MPI, it measures that MPI's transport.
+// By default the messages are plain MPI_Send/MPI_Recv: run against any MPI, it measures
+// that MPI's transport (the tag transport's path). With -f PROVIDER they are libfabric
+// RDMA writes with immediate data (fi_writedata into the partner's registered buffer, seen
+// as a completion with remote CQ data: the RDMA transport's path, ofi_link.cpp); "a
+// message is there" then means its completion was read, and o_r is the time to read it.
 //   mpiexec -n 2 ./part_calibrate -o /tmp/shm.loggp -t shm
+//   mpiexec -n 2 ./part_calibrate -o /tmp/shm.loggp -a -t rdma-shm -f shm
 #include <mpi.h>
+
+#include "ofi_link.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +36,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -52,6 +61,7 @@ struct Ctrl {                   // what the server does in the next phase
 
 struct Options {
     std::string out, transport = "default";
+    std::string provider;       // -f: libfabric provider (empty: MPI messages)
     std::vector<int64_t> sizes;
     int n = 10, reps = 25;
     double warm_us = 20000;     // warm-up budget per phase (MPICH runs its first ~60 round
@@ -87,18 +97,42 @@ double median(std::vector<double> v)
 
 // ---- the two roles -----------------------------------------------------------------------
 
-std::vector<char> sbuf, rbuf;
+std::unique_ptr<calib::Link> link;      // the messages timed (MPI or libfabric)
+
+// Plain MPI_Send / MPI_Recv of the first `bytes` of a buffer.
+class MpiLink : public calib::Link {
+  public:
+    MpiLink(int partner, int send_tag, int recv_tag, int64_t max_bytes)
+        : partner_(partner), send_tag_(send_tag), recv_tag_(recv_tag),
+          sbuf_((size_t) max_bytes + 1, 'x'), rbuf_((size_t) max_bytes + 1, 0)
+    {
+    }
+    void send(int64_t bytes) override
+    {
+        MPI_Send(sbuf_.data(), (int) bytes, MPI_BYTE, partner_, send_tag_, MPI_COMM_WORLD);
+    }
+    void recv(int64_t bytes) override
+    {
+        MPI_Recv(rbuf_.data(), (int) bytes, MPI_BYTE, partner_, recv_tag_, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    }
+    std::string describe() const override { return "MPI_Send/MPI_Recv"; }
+
+  private:
+    int partner_, send_tag_, recv_tag_;
+    std::vector<char> sbuf_, rbuf_;
+};
 
 // Client: one PRTT round in microseconds.
 double client_round(int n, double d, int64_t s)
 {
     const double t0 = now_us();
     for (int i = 0; i < n; ++i) {
-        MPI_Send(sbuf.data(), (int) s, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+        link->send(s);
         if (d > 0 && i + 1 < n)
             spin_us(d);
     }
-    MPI_Recv(rbuf.data(), (int) s, MPI_BYTE, 1, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    link->recv(s);
     return now_us() - t0;
 }
 
@@ -134,17 +168,15 @@ void server()
         std::vector<double> per_recv;
         for (int r = 0; r < c.rounds; ++r) {
             double acc = 0;
-            MPI_Recv(rbuf.data(), (int) c.bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            link->recv(c.bytes);
             for (int i = 1; i < c.n; ++i) {
                 if (c.wait_us > 0)
                     spin_us(c.wait_us);
                 const double t0 = now_us();
-                MPI_Recv(rbuf.data(), (int) c.bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
+                link->recv(c.bytes);
                 acc += now_us() - t0;
             }
-            MPI_Send(sbuf.data(), (int) c.bytes, MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD);
+            link->send(c.bytes);
             if (r >= c.warmup && c.n > 1)
                 per_recv.push_back(acc / (c.n - 1));
         }
@@ -295,11 +327,14 @@ void fit_pieces(std::vector<Point> & p, std::vector<size_t> & starts)
 void usage()
 {
     std::fprintf(stderr,
-                 "usage: mpiexec -n 2 part_calibrate [-o FILE] [-a] [-t NAME] [-n N] [-r REPS]\n"
-                 "                                   [-s SIZE,SIZE,...] [-R]\n"
+                 "usage: mpiexec -n 2 part_calibrate [-o FILE] [-a] [-t NAME] [-f PROVIDER]\n"
+                 "                                   [-n N] [-r REPS] [-s SIZE,SIZE,...] [-R]\n"
                  "  -o FILE  write the parameter file (default: only print the table)\n"
                  "  -a       append to FILE instead of replacing it\n"
-                 "  -t NAME  transport name of the 'transport' header line (default: default)\n"
+                 "  -t NAME  transport name of the 'transport' header line (default: default;\n"
+                 "           the engine reads shm, net, rdma-shm and rdma-net)\n"
+                 "  -f PROV  time libfabric RDMA writes with immediate data over provider PROV\n"
+                 "           (shm, tcp;ofi_rxm, verbs;ofi_rxm, ...) instead of MPI messages\n"
                  "  -n N     messages per PRTT(n,*,s) round (default 10)\n"
                  "  -r REPS  measured rounds per value, the median is kept (default 25)\n"
                  "  -s LIST  message sizes in bytes, ascending, at most %d\n"
@@ -347,6 +382,8 @@ bool parse_options(int argc, char **argv, Options & o)
             o.out = argv[++i];
         else if (a == "-t" && has)
             o.transport = argv[++i];
+        else if (a == "-f" && has)
+            o.provider = argv[++i];
         else if (a == "-n" && has)
             o.n = std::atoi(argv[++i]);
         else if (a == "-r" && has)
@@ -397,7 +434,8 @@ void report(const Options & o, const std::vector<Point> & p, const std::vector<s
         std::fclose(la);
     }
     std::fprintf(f, "# part_calibrate %s, n=%d, %d rounds (median), load average %s\n"
-                 "# %s\n# MPI: %.100s\n", date, o.n, o.reps, load, cmdline.c_str(), ver);
+                 "# %s\n# MPI: %.100s\n# messages: %s\n", date, o.n, o.reps, load,
+                 cmdline.c_str(), ver, link->describe().c_str());
     std::fprintf(f, "transport %s\n# bytes L o_s o_r g G   (us, G in us/byte)\n",
                  o.transport.c_str());
     for (const Point & q : p)
@@ -426,8 +464,26 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    sbuf.assign((size_t) opt.sizes.back() + 1, 'x');
-    rbuf.assign((size_t) opt.sizes.back() + 1, 0);
+    const int64_t max_bytes = opt.sizes.back();
+    if (rank >= 2) {
+        // ranks beyond the first two only take part in the barriers
+    } else if (opt.provider.empty()) {
+        link = std::make_unique<MpiLink>(1 - rank, rank == 0 ? TAG_DATA : TAG_REPLY,
+                                         rank == 0 ? TAG_REPLY : TAG_DATA, max_bytes);
+    } else {
+        try {
+#ifdef PART_CALIBRATE_OFI
+            link = calib::make_ofi_link(opt.provider, 1 - rank, max_bytes);
+#else
+            throw std::runtime_error("built without libfabric (make OFI=1)");
+#endif
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "part_calibrate [%d]: -f %s: %s\n", rank,
+                         opt.provider.c_str(), e.what());
+            MPI_Finalize();
+            return 1;
+        }
+    }
 
     if (rank == 1)
         server();
@@ -453,6 +509,8 @@ int main(int argc, char **argv)
             cmd += std::string(" ") + argv[i];
         report(opt, pts, starts, cmd);
     }
+    MPI_Barrier(MPI_COMM_WORLD);       // both done timing before either closes its endpoint
+    link.reset();
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return 0;
