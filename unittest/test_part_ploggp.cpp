@@ -277,7 +277,8 @@ TEST(LoggpParse, LoadFromFile)
 
 TEST(LoggpParse, BuiltinTablesAreWellFormed)
 {
-    for (int which : {MPIDI_PART_LOGGP_SHM, MPIDI_PART_LOGGP_TCP}) {
+    for (int which : {MPIDI_PART_LOGGP_SHM, MPIDI_PART_LOGGP_TCP, MPIDI_PART_LOGGP_RDMA_SHM,
+                      MPIDI_PART_LOGGP_RDMA_TCP}) {
         const MPIDI_PART_loggp_t *t = MPIDI_PART_loggp_builtin(which);
         ASSERT_GE(t->nsegs, 1);
         ASSERT_LE(t->nsegs, MPIDI_PART_LOGGP_MAX_SEGS);
@@ -292,6 +293,23 @@ TEST(LoggpParse, BuiltinTablesAreWellFormed)
     }
     EXPECT_STREQ(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM)->name, "shm");
     EXPECT_STREQ(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_TCP)->name, "tcp");
+    EXPECT_STREQ(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_SHM)->name, "rdma-shm");
+    EXPECT_STREQ(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_TCP)->name, "rdma-net");
+}
+
+// libfabric's shm provider copies a write of up to 4096 bytes through its inject buffer
+// and a larger one with a system call on the receiving side (the calibration tool found
+// the step between 4096 and 4097 bytes in every run): the RDMA table must show it, or
+// the model sees the cheap path where the expensive one runs (what the tag transport's
+// table, with MPICH's step at 8256 bytes, made it do for RDMA writes of 4-8 KiB).
+TEST(LoggpParse, BuiltinRdmaShmTableHasTheInjectStep)
+{
+    const MPIDI_PART_loggp_t *t = MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_SHM);
+    const MPIDI_PART_loggp_seg_t *lo = MPIDI_PART_loggp_lookup(t, 4096);
+    const MPIDI_PART_loggp_seg_t *hi = MPIDI_PART_loggp_lookup(t, 4097);
+    EXPECT_GT(hi->o_s + hi->o_r, 1.5 * (lo->o_s + lo->o_r));   // the tool's own criterion
+    const MPIDI_PART_loggp_t *tag = MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM);
+    EXPECT_EQ(MPIDI_PART_loggp_lookup(tag, 4097), MPIDI_PART_loggp_lookup(tag, 4096));
 }
 
 // ---- the model -------------------------------------------------------------------------

@@ -11,12 +11,18 @@
  *   over the iterations) equal ceil(g / k), with k the merge factor the model itself
  *   chooses for that problem: the test compiles the engine's pure model (part_ploggp.c) and
  *   evaluates MPIDI_PART_ploggp_choose on the same table (the "shm" table for a peer on the
- *   same node, "net" with MPIR_CVAR_NOLOCAL=1), so it checks that the plan uses the model,
- *   not the model (the unit tests do that);
+ *   same node, "net" with MPIR_CVAR_NOLOCAL=1; with the RDMA transport forced, "rdma-shm"
+ *   over libfabric's shm provider and "rdma-net" over tcp;ofi_rxm or verbs, tables of
+ *   their own), so it checks that the plan uses the model, not the model (the unit tests do
+ *   that), and the table of the path that carries the messages: with the RDMA transport
+ *   some geometry and spread must give a different count under the tag transport's table
+ *   (so the test would notice an RDMA operation planned with it);
  * - some geometry and spread gives more than one wire message (so the test would notice a
  *   plan that ignores the model and merges everything);
  * - a positive MPIR_CVAR_PART_AGGR_SIZE overrides the model; MPIR_CVAR_PART_AGGREGATOR=none
  *   (via -none on the command line, set before MPI_Init) never merges;
+ * - -tagonly: the file holds only "shm" and "net"; an RDMA operation must then be planned
+ *   with the engine's built-in RDMA table (MPIDI_PART_loggp_builtin), not with those;
  * - -badfile: a parameter file with a malformed line 3 makes MPI_Precv_init fail with
  *   MPI_ERR_OTHER and a message naming the file and the line; no request is created;
  * - every received byte is checked every iteration.
@@ -41,7 +47,13 @@ static const char *table_text =
     "65536  1.0  20.0 20.0 2.0  1.0e-4\n"
     "transport net\n"
     "0      5.0  10.0 10.0 5.0  1.0e-3\n"
-    "65536  20.0 40.0 40.0 20.0 5.0e-4\n";
+    "65536  20.0 40.0 40.0 20.0 5.0e-4\n"
+    "transport rdma-shm\n"
+    "0      0.1  0.5  0.5  0.2  1.0e-4\n"
+    "4097   0.1  2.0  2.0  0.5  1.0e-4\n"
+    "transport rdma-net\n"
+    "0      2.0  1.0  1.0  1.0  1.0e-3\n"
+    "65536  5.0  4.0  4.0  4.0  5.0e-4\n";
 
 static void set_int_cvar(const char *name, int v)
 {
@@ -111,10 +123,11 @@ static long run(int spart, int rpart, int ints, MPI_Comm comm)
 int main(int argc, char **argv)
 {
     char path[64];
-    int badfile = 0, none = 0, provided;
+    int badfile = 0, none = 0, tagonly = 0, provided;
 
     for (int i = 1; i < argc; i++) {
         badfile |= strcmp(argv[i], "-badfile") == 0;
+        tagonly |= strcmp(argv[i], "-tagonly") == 0;
         none |= strcmp(argv[i], "-none") == 0;
     }
     /* the parameter file, per process (hydra's PMI_RANK tells which) */
@@ -126,8 +139,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot write %s\n", path);
         return 1;
     }
-    fputs(badfile ? "transport shm\n0 0.2 5.0 5.0 0.5 1.0e-4\n65536 1.0 twenty 20 2 1e-4\n" :
-          table_text, f);
+    if (badfile)
+        fputs("transport shm\n0 0.2 5.0 5.0 0.5 1.0e-4\n65536 1.0 twenty 20 2 1e-4\n", f);
+    else if (tagonly)   /* the text up to the first RDMA table */
+        fwrite(table_text, 1, strstr(table_text, "transport rdma-") - table_text, f);
+    else
+        fputs(table_text, f);
     fclose(f);
     setenv("MPIR_CVAR_PART_AGGREGATOR", none ? "none" : "ploggp", 1);
     setenv("MPIR_CVAR_PART_LOGGP_FILE", path, 1);
@@ -167,12 +184,22 @@ int main(int argc, char **argv)
         MPI_Comm_free(&shared);
         const char *nl = getenv("MPIR_CVAR_NOLOCAL");
         int local = nshared == 2 && !(nl && atoi(nl) == 1);
-        MPIDI_PART_loggp_t table;
+        const char *prov = getenv("MPIR_CVAR_PART_OFI_PROVIDER");
+        const char *tag_name = local ? "shm" : "net";
+        const char *name = !rdma_forced() ? tag_name :
+            (!rdma_is_verbs() && prov && strcmp(prov, "shm") == 0) ? "rdma-shm" : "rdma-net";
+        MPIDI_PART_loggp_t table, tag_table;
         int line;
-        if (MPIDI_PART_loggp_parse(table_text, local ? "shm" : "net", &table, &line)) {
+        if (MPIDI_PART_loggp_parse(table_text, name, &table, &line) ||
+            MPIDI_PART_loggp_parse(table_text, tag_name, &tag_table, &line)) {
             fprintf(stderr, "the test's own table does not parse (line %d)\n", line);
             errs++;
         }
+        if (tagonly && rdma_forced())
+            table = *MPIDI_PART_loggp_builtin(strcmp(name, "rdma-shm") == 0 ?
+                                              MPIDI_PART_LOGGP_RDMA_SHM :
+                                              MPIDI_PART_LOGGP_RDMA_TCP);
+        long differ = 0;        /* problems where the tag transport's table says otherwise */
         static const struct {
             int spart, rpart, ints;
         } geo[] = { {32, 32, 32 * 256}, {32, 16, 1 << 20}, {8, 12, 24 * 1024}, {1, 1, 100},
@@ -190,7 +217,9 @@ int main(int argc, char **argv)
                     .send_parts = geo[c].spart,.ngcd = g
                 };
                 int k = none ? 1 : MPIDI_PART_ploggp_choose(&table, &model, &pb, 0, NULL);
+                int k_tag = none ? 1 : MPIDI_PART_ploggp_choose(&tag_table, &model, &pb, 0, NULL);
                 long want = (g + k - 1) / k;
+                differ += want != (g + k_tag - 1) / k_tag;
                 long got = run(geo[c].spart, geo[c].rpart, geo[c].ints, MPI_COMM_WORLD);
                 if (got != want) {
                     fprintf(stderr, "rank %d: spread %d us, %d -> %d partitions, %d ints: %ld "
@@ -202,6 +231,11 @@ int main(int argc, char **argv)
                 if (got > most)
                     most = got;
             }
+        }
+        if (rdma_forced() && !none && differ == 0) {
+            fprintf(stderr, "rank %d: table %s gives the counts of table %s everywhere: the "
+                    "test cannot tell which one the engine read\n", rank, name, tag_name);
+            errs++;
         }
         if (most < 2) {
             fprintf(stderr, "rank %d: the model never split a transfer: the test proves "

@@ -108,8 +108,11 @@ cvars:
       description : >-
         LogGP parameter file of the PLogGP aggregator (written by tools/part-calibrate):
         its table "shm" is used for peers on the same node and "net" for the others (the
-        first table when the named one is missing). Empty: built-in tables measured on
-        shared memory and TCP. A file that cannot be read or parsed makes MPI_Precv_init
+        first table when the named one is missing); operations on the RDMA transport use
+        "rdma-shm" (libfabric's shm provider) and "rdma-net" (other providers, verbs),
+        measured with part_calibrate -f, and the built-in RDMA tables when the file has
+        none. Empty: built-in tables measured on shared memory and TCP, with MPI messages
+        and with RDMA writes. A file that cannot be read or parsed makes MPI_Precv_init
         fail with MPI_ERR_OTHER naming the file and line.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
@@ -120,7 +123,8 @@ static struct {
     int loaded;                 /* 0: not yet; 1: done (err says how) */
     int err, line;              /* MPIDI_PART_LOGGP_* and the line at fault */
     char path[256];
-    MPIDI_PART_loggp_t shm, net;
+    MPIDI_PART_loggp_t shm, net;        /* MPI messages (the tag transport) */
+    MPIDI_PART_loggp_t rdma_shm, rdma_net;      /* RDMA writes (part_rdma.c) */
 } tables;
 
 /* The table `name` of the file, else its first table. */
@@ -132,22 +136,46 @@ static int table_load(const char *path, const char *name, MPIDI_PART_loggp_t * o
     return err;
 }
 
+/* The RDMA table `name` of the file into *out; the built-in one stays when the file has
+ * none (a file of MPI-message tables says nothing about RDMA writes). */
+static int rdma_table_load(const char *path, const char *name, MPIDI_PART_loggp_t * out,
+                           int *line)
+{
+    MPIDI_PART_loggp_t t;
+    int err = MPIDI_PART_loggp_load(path, name, &t, line);
+    if (err == MPIDI_PART_LOGGP_ENOTFOUND) {
+        *line = 0;
+        return 0;
+    }
+    if (!err)
+        *out = t;
+    return err;
+}
+
 static void tables_load(void)
 {
     const char *path = MPIR_CVAR_PART_LOGGP_FILE;
     tables.loaded = 1;
     tables.shm = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM);
     tables.net = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_TCP);
+    tables.rdma_shm = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_SHM);
+    tables.rdma_net = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_TCP);
     if (path == NULL || path[0] == 0)
         return;
     snprintf(tables.path, sizeof(tables.path), "%s", path);
-    MPIDI_PART_loggp_t shm, net;
+    MPIDI_PART_loggp_t shm, net, rdma_shm = tables.rdma_shm, rdma_net = tables.rdma_net;
     tables.err = table_load(path, "shm", &shm, &tables.line);
     if (!tables.err)
         tables.err = table_load(path, "net", &net, &tables.line);
+    if (!tables.err)
+        tables.err = rdma_table_load(path, "rdma-shm", &rdma_shm, &tables.line);
+    if (!tables.err)
+        tables.err = rdma_table_load(path, "rdma-net", &rdma_net, &tables.line);
     if (!tables.err) {  /* else the built-in tables stay (a sender's re-plan uses them) */
         tables.shm = shm;
         tables.net = net;
+        tables.rdma_shm = rdma_shm;
+        tables.rdma_net = rdma_net;
     }
 }
 
@@ -228,6 +256,17 @@ static int peer_on_node(MPIDI_PART_op_t * op)
     return them == MPIR_Process.node_map[MPIR_Process.rank];
 }
 
+/* Receiver, at match: the table of the path that carries op's wire messages (op->model_path,
+ * set before the plan). */
+static const MPIDI_PART_loggp_t *model_table(MPIDI_PART_op_t * op)
+{
+    if (op->model_path == MPIDI_PART_PATH_RDMA_SHM)
+        return &tables.rdma_shm;
+    if (op->model_path == MPIDI_PART_PATH_RDMA_NET)
+        return &tables.rdma_net;
+    return peer_on_node(op) ? &tables.shm : &tables.net;
+}
+
 /* Receiver, at match, timer aggregator on an RDMA transport (op->timer_ns >= 0 on entry):
  * groups of the k gcd-messages the model picks for partitions readied together, k = n or a
  * power of two (groups aligned on what one thread typically readies at once), within what
@@ -238,7 +277,7 @@ static int peer_on_node(MPIDI_PART_op_t * op)
 static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts, int32_t n,
                            int32_t max_msgs)
 {
-    const MPIDI_PART_loggp_t *t = peer_on_node(op) ? &tables.shm : &tables.net;
+    const MPIDI_PART_loggp_t *t = model_table(op);
     int32_t per_gcd = send_parts / n;   /* sender partitions per gcd-message */
     int32_t k_max = (int32_t) MPIDI_PART_IMM_TIMER_RUN / per_gcd;
     int32_t k_min = (n + max_msgs - 1) / max_msgs;
@@ -300,8 +339,7 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
         .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
     };
     MPIDI_PART_problem_t pb = {.bytes = bytes,.send_parts = send_parts,.ngcd = n };
-    int32_t k = MPIDI_PART_ploggp_choose(peer_on_node(op) ? &tables.shm : &tables.net, &model,
-                                         &pb, max_msgs, NULL);
+    int32_t k = MPIDI_PART_ploggp_choose(model_table(op), &model, &pb, max_msgs, NULL);
     if (k <= 1)
         return 0;
     int64_t per = bytes / n;

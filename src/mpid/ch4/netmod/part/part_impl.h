@@ -68,6 +68,13 @@ enum MPIDI_PART_aggregator {
 
 #define MPIDI_PART_TIMEOUT_MAX_US 2000000       /* MPIR_CVAR_PART_AGGR_TIMEOUT_US */
 
+/* What carries an operation's wire messages, for the model's LogGP table (part_aggr.c) */
+enum MPIDI_PART_model_path {
+    MPIDI_PART_PATH_TAG = 0,    /* MPI messages: table shm or net by the peer's node */
+    MPIDI_PART_PATH_RDMA_SHM,   /* RDMA writes within the node (libfabric shm) */
+    MPIDI_PART_PATH_RDMA_NET    /* RDMA writes over a network (tcp;ofi_rxm, verbs) */
+};
+
 #define MPIDI_PART_EXT_MAX 512  /* transport payload of an RTS, PLAN or CTS */
 
 typedef struct MPIDI_PART_hdr {
@@ -167,6 +174,8 @@ typedef struct MPIDI_PART_op {
     int spread_us;              /* receiver: MPIR_CVAR_PART_AGGR_SPREAD_US at MPI_Precv_init */
     int timeout_us;             /* receiver: MPIR_CVAR_PART_AGGR_TIMEOUT_US at MPI_Precv_init */
     int observe;                /* receiver: MPIR_CVAR_PART_AGGR_OBSERVE at MPI_Precv_init */
+    int model_path;             /* receiver, at match: the path whose LogGP table the
+                                 * model reads (enum MPIDI_PART_model_path) */
     uint32_t replan_iter;       /* both: the first iteration of the plan that replaces the
                                  * first one after the one before it was observed (section
                                  * 4c); 0: none (atomic: the sender reads it before the lock) */
@@ -415,6 +424,8 @@ int MPIDI_PART_rdma_require(int choice);
 int MPIDI_PART_rdma_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
 /* receiver, at match: the RDMA transport op can move over, or NULL */
 const MPIDI_PART_transport_t *MPIDI_PART_rdma_usable(MPIDI_PART_op_t * op);
+/* the enum MPIDI_PART_model_path of transport tp (one MPIDI_PART_rdma_usable returned) */
+int MPIDI_PART_rdma_model_path(const MPIDI_PART_transport_t * tp);
 int MPIDI_PART_rdma_progress(void);
 /* no lock: release op's RDMA state (offered in the RTS and never planned, or at free) */
 void MPIDI_PART_rdma_release(MPIDI_PART_op_t * op);

@@ -223,6 +223,10 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
      * (section 4c) */
     int lined_up = op->peer_bytes == op->total_bytes && op->partitions > 0 &&
         op->peer_partitions > 0;
+    op->model_path = MPIDI_PART_PATH_TAG;
+#ifdef MPIDI_CH4_PART_RDMA
+    op->model_path = MPIDI_PART_rdma_model_path(choose_transport(op));
+#endif
     int observing = op->aggregator == MPIDI_PART_AGGR_PLOGGP && op->aggr_size == 0 &&
         op->observe > 0 && lined_up;
     if (op->aggregator == MPIDI_PART_AGGR_TIMER || observing) {

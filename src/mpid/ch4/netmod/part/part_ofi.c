@@ -452,6 +452,11 @@ static int fabric_error(void)
                                 MPI_ERR_OTHER, "**partofiup", "**partofiup %s", ofi.why);
 }
 
+int MPIDI_PART_ofi_is_shm(void)
+{
+    return __atomic_load_n(&ofi.state, __ATOMIC_ACQUIRE) == OFI_UP && ofi.own_names;
+}
+
 int MPIDI_PART_ofi_require(void)
 {
     return fabric_up() ? MPI_SUCCESS : fabric_error();

@@ -125,9 +125,64 @@ static const MPIDI_PART_loggp_t builtin_tcp = {
     }
 };
 
+/* RDMA writes with immediate data (the RDMA transport's wire message), measured
+ * 2026-11-26 on the same machine (1-minute load average 0.9-1.9) with
+ *   make -C tools/part-calibrate MPICXX=_install/bin/mpicxx
+ *   mpiexec -n 2 tools/part-calibrate/part_calibrate -o rshm.loggp -t rdma-shm -f shm
+ *   MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self mpiexec -n 2 \
+ *     tools/part-calibrate/part_calibrate -o rnet.loggp -t rdma-net -f 'tcp;ofi_rxm'
+ * three runs each (n = 10, 25 rounds), the median of the three per value over the sizes
+ * all three have, as above. Each message is one fi_writedata into the partner's buffer
+ * (libfabric 1.17), o_r the time to read its completion. libfabric's shm copies a write of
+ * up to 4096 bytes through its inject buffer and a larger one by a system call on the
+ * receiving side: the tool found the step between 4096 and 4097 bytes in all three runs
+ * (o_s + o_r 0.46-1.30 -> 2.40-2.54 us). Over tcp;ofi_rxm it found a step at a different
+ * size above 200 KiB in each run (noise; not kept: not in all three). */
+static const MPIDI_PART_loggp_t builtin_rdma_shm = {
+    12, "rdma-shm", {
+        {8, 0, 0.5469, 0.2704, 0.3706, 0.002639},
+        {16, 0, 0.5636, 0.2893, 0.3706, 0.002639},
+        {64, 0.0129, 0.4737, 0.2793, 0.4173, 0.0002991},
+        {256, 0, 0.4673, 0.3406, 0.4173, 0.0002991},
+        {1024, 0, 0.4552, 0.3549, 0.5386, 8.482e-05},
+        {4096, 0, 0.7357, 0.5509, 0.2023, 8.482e-05},
+        {4097, 0.275, 0.6222, 1.814, 1.588, 6.194e-05},
+        {16384, 0, 0.5933, 2.508, 1.62, 6.13e-05},
+        {65536, 0, 0.6118, 5.345, 1.62, 6.13e-05},
+        {262144, 0, 0.537, 16.54, 1.62, 6.13e-05},
+        {1048576, 0, 1.281, 67.81, 1.62, 6.13e-05},
+        {4194304, 0, 23.65, 340.3, 1.62, 6.13e-05}
+    }
+};
+
+static const MPIDI_PART_loggp_t builtin_rdma_tcp = {
+    11, "rdma-net", {
+        {8, 0, 5.005, 3.386, 5.294, 0.0001041},
+        {16, 0, 5.047, 3.348, 5.294, 0.0001041},
+        {64, 0, 5.043, 3.383, 5.434, 9.076e-05},
+        {256, 0, 5.787, 1.818, 5.434, 9.076e-05},
+        {1024, 0, 5.979, 3.04, 5.434, 9.076e-05},
+        {4096, 0, 6.145, 3.071, 5.434, 9.076e-05},
+        {16384, 0, 6.803, 6.568, 5.434, 9.076e-05},
+        {65536, 0, 10.51, 9.122, 5.434, 9.076e-05},
+        {262144, 0, 32.37, 18.08, 4.717, 0.0001041},
+        {1048576, 0, 156.7, 71.19, 0, 0.0001543},
+        {4194304, 0, 712.9, 1667, 0, 0.0001858}
+    }
+};
+
 const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which)
 {
-    return which == MPIDI_PART_LOGGP_TCP ? &builtin_tcp : &builtin_shm;
+    switch (which) {
+        case MPIDI_PART_LOGGP_TCP:
+            return &builtin_tcp;
+        case MPIDI_PART_LOGGP_RDMA_SHM:
+            return &builtin_rdma_shm;
+        case MPIDI_PART_LOGGP_RDMA_TCP:
+            return &builtin_rdma_tcp;
+        default:
+            return &builtin_shm;
+    }
 }
 
 const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t * t,

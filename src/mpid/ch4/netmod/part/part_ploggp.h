@@ -47,8 +47,10 @@ typedef struct MPIDI_PART_loggp {
 
 /* Built-in tables, measured on the development machine (part_ploggp.c says how). */
 enum MPIDI_PART_loggp_builtin {
-    MPIDI_PART_LOGGP_SHM = 0,   /* shared memory, one host */
-    MPIDI_PART_LOGGP_TCP        /* TCP (loopback) */
+    MPIDI_PART_LOGGP_SHM = 0,   /* MPI messages over shared memory, one host */
+    MPIDI_PART_LOGGP_TCP,       /* MPI messages over TCP (loopback) */
+    MPIDI_PART_LOGGP_RDMA_SHM,  /* RDMA writes with immediate data, libfabric shm */
+    MPIDI_PART_LOGGP_RDMA_TCP   /* the same over libfabric tcp;ofi_rxm (loopback) */
 };
 const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which);
 

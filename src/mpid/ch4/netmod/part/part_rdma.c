@@ -104,6 +104,19 @@ const MPIDI_PART_transport_t *MPIDI_PART_rdma_usable(MPIDI_PART_op_t * op)
     return NULL;
 }
 
+int MPIDI_PART_rdma_model_path(const MPIDI_PART_transport_t * tp)
+{
+#ifdef MPIDI_CH4_PART_OFI
+    if (tp == &MPIDI_PART_ofi_transport)
+        return MPIDI_PART_ofi_is_shm() ? MPIDI_PART_PATH_RDMA_SHM : MPIDI_PART_PATH_RDMA_NET;
+#endif
+#ifdef MPIDI_CH4_PART_VERBS
+    if (tp == &MPIDI_PART_verbs_transport)
+        return MPIDI_PART_PATH_RDMA_NET;        /* an HCA, even between ranks of one node */
+#endif
+    return MPIDI_PART_PATH_TAG;
+}
+
 int MPIDI_PART_rdma_progress(void)
 {
     int mpi_errno = MPIDI_PART_rtimer_progress();

@@ -66,6 +66,8 @@ void MPIDI_PART_ofi_finalize(void);
 int MPIDI_PART_ofi_require(void);
 int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
 int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op);
+/* the fabric is up over libfabric's shm provider (writes within the node) */
+int MPIDI_PART_ofi_is_shm(void);
 int MPIDI_PART_ofi_progress(void);
 #endif
 #ifdef MPIDI_CH4_PART_VERBS
