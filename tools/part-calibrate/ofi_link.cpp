@@ -130,7 +130,7 @@ class OfiLink : public Link {
         tx_size_ = info_->tx_attr->size ? (int64_t) info_->tx_attr->size : 64;
         if (tx_size_ > 256)
             tx_size_ = 256;
-        ctx_.resize((size_t) tx_size_);
+        ctx_.resize((size_t) tx_size_ * 4);     // completions may come out of order
 
         check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
         check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
