@@ -281,20 +281,40 @@ TEST(PartTimer, HurryWithAllButOneWaitingSendsThemAtOnce)
 TEST(PartTimer, HurryRuleNeedsTheLastIncompleteGroup)
 {
     Group G(4, 10.0);
-    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 4, 1));  // one group, nothing ready
-    EXPECT_TRUE(MPIDI_PART_timer_hurry(&G.g, 4, 3));   // the last of three groups
-    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 0, 3));  // nothing left to ready
+    EXPECT_TRUE(MPIDI_PART_timer_hurry(&G.g, 4));    // the last incomplete group, one of many
+                                                     // or the only one (the whole operation)
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 0));   // nothing left to ready
     G.ready(0, 0.0);
-    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 3, 1));
-    G.ready(1, 0.0);
-    G.ready(2, 0.0);
-    EXPECT_TRUE(MPIDI_PART_timer_hurry(&G.g, 1, 1));   // one group: its last partition left
+    EXPECT_TRUE(MPIDI_PART_timer_hurry(&G.g, 3));
     MPIDI_PART_tgroup_hurry(&G.g, G.buf.data());
-    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 1, 3));  // not twice
-    Group N(4, -1.0);                                   // plain PLogGP: waits for all
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&G.g, 3));   // not twice
+    Group N(4, -1.0);                                // plain PLogGP: waits for all
     N.ready(0, 0.0);
-    EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 3, 3));
-    EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 1, 1));
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 3));
+    EXPECT_FALSE(MPIDI_PART_timer_hurry(&N.g, 1));
+}
+
+// A single group readied one partition per call, back to back: hurried from the first
+// call, it goes in halving runs, so when its last partition is readied only one
+// partition's write was posted by the call before (the rule before sent 7 of 8 as one
+// write just before the 8th).
+TEST(PartTimer, SingleGroupReadiedOneByOneGoesInHalvingRuns)
+{
+    Group G(8, 1000.0);
+    Runs sent;
+    for (int32_t p = 0; p < 8; ++p) {
+        for (auto &r : G.ready(p, 0.0))
+            sent.push_back(r);
+        if (p == 0) {
+            ASSERT_TRUE(MPIDI_PART_timer_hurry(&G.g, 7));
+            for (auto &r : G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())))
+                sent.push_back(r);
+        } else {
+            for (auto &r : G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data())))
+                sent.push_back(r);
+        }
+    }
+    EXPECT_EQ(sent, (Runs{{0, 4}, {4, 2}, {6, 1}, {7, 1}}));
 }
 
 TEST(PartTimer, GroupRecordsTheSpreadOfItsReadies)

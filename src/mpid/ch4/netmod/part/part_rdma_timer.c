@@ -246,8 +246,8 @@ static inline void note_deadline(const MPIDI_PART_tgroup_t * g)
 }
 
 /* Timer lock held: once one group of the operation is left incomplete, it hurries (halving
- * runs instead of the deadline; part_timer.h, MPIDI_PART_timer_hurry; with a single group:
- * only when one partition is left). m: the group of the partition
+ * runs instead of the deadline; part_timer.h, MPIDI_PART_timer_hurry; a single group from
+ * the first call). m: the group of the partition
  * just readied, or -1. Its writes into w; returns how many. The group is looked for once
  * per iteration at most (m is it, or was completed by this call). */
 static int last_group(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, int32_t m,
@@ -257,7 +257,7 @@ static int last_group(MPIDI_PART_op_t * op, MPIDI_PART_rtimer_t * t, int32_t m,
         return 0;
     if (m < 0 || t->g[m].nready == t->g[m].nparts)
         for (m = 0; m < t->ngroups && t->g[m].nready == t->g[m].nparts; m++);
-    if (m == t->ngroups || !MPIDI_PART_timer_hurry(&t->g[m], t->sparts - t->nready, t->ngroups))
+    if (m == t->ngroups || !MPIDI_PART_timer_hurry(&t->g[m], t->sparts - t->nready))
         return 0;
     return runs_to_writes(op, t, m, runs, MPIDI_PART_tgroup_hurry(&t->g[m], runs), w);
 }

@@ -109,18 +109,16 @@ int32_t MPIDI_PART_tgroup_call_end(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * r
  * operation's other groups are whole, nothing after g hides its waiting, so every byte
  * that waits in it may be a byte sent after the iteration's last MPI_Pready. Hurried, g
  * sends in halving runs (MPIDI_PART_tgroup_hurry), at most log2(g->nparts) writes more per
- * iteration, which overlap the computing between the readies. With a single group
- * (ngroups 1) that is the whole operation, so it hurries only when one partition is left
- * and something waits: no later MPI_Pready of another partition would notice a deadline,
- * and in the common "compute, then MPI_Pready" program no progress call comes either, so
- * what waits would go with that last partition however late it is. Not with timeout < 0
- * (plain PLogGP), nor twice. */
-static inline int MPIDI_PART_timer_hurry(const MPIDI_PART_tgroup_t * g, int32_t op_unready,
-                                         int32_t ngroups)
+ * iteration, which overlap the computing between the readies. A single group (the whole
+ * operation) hurries from its first MPI_Pready* call: it used to hurry only when one
+ * partition was left, so a thread readying 8 x 2 KiB back to back sent 7 of them as one
+ * write just before the 8th, and over libfabric shm a write above 4 KiB costs the
+ * receiver a system call: 0.16-0.18 of none's perceived bandwidth at 16-32 KiB, 0.79-0.85
+ * since (bench/results/2026-11-26-rdma-tables). Not with timeout < 0 (plain PLogGP), nor
+ * twice. */
+static inline int MPIDI_PART_timer_hurry(const MPIDI_PART_tgroup_t * g, int32_t op_unready)
 {
-    if (g->timeout < 0 || g->hurry || op_unready <= 0)
-        return 0;
-    return ngroups > 1 || (op_unready == 1 && g->pending > 0);
+    return g->timeout >= 0 && !g->hurry && op_unready > 0;
 }
 
 /* The adaptive deadline (MPIR_CVAR_PART_AGGR_TIMEOUT_US left at its default): the median
