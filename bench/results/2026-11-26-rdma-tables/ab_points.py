@@ -26,8 +26,8 @@ for k in sorted(set(k[:3] for k in ov)):
         line.append("%s %.2f (%.2f-%.2f) %.1fx [%.1f]%s"%(lib,pb,min(a for a,_,_ in x),max(a for a,_,_ in x),w,statistics.median(c for _,_,c in x),' MET' if ok else ''))
     print(k[0],k[1]+'%',k[2]//1024,'KiB |',' | '.join(line))
 print('met:',met)
-print("pipelined 4x32: time new/old per round, writes old->new")
-for b in sorted(set(k[1] for k in pipe)):
-    rs=[pipe[(c,bb,r)] for (c,bb,r) in pipe if bb==b]
+print("pipelined: time new/old per round, writes old->new")
+for cb in sorted(set(k[:2] for k in pipe)):
+    rs=[pipe[k] for k in pipe if k[:2]==cb and len(pipe[k])==2]
     ratios=[x['new'][0]/x['old'][0] for x in rs]
-    print(b, 'median %.3f'%statistics.median(ratios), 'range %.2f-%.2f'%(min(ratios),max(ratios)), 'writes %.1f -> %.1f'%(statistics.median(x['old'][1] for x in rs), statistics.median(x['new'][1] for x in rs)))
+    print(cb[0], cb[1], 'median %.3f'%statistics.median(ratios), 'range %.2f-%.2f'%(min(ratios),max(ratios)), 'writes %.1f -> %.1f'%(statistics.median(x['old'][1] for x in rs), statistics.median(x['new'][1] for x in rs)))
