@@ -902,7 +902,9 @@ def summary(d, meta_text, args, plots):
           "vs p2p-single | perceived BW [MB/s] |")
         w("|---|---|---|---|---|---|---|---|---|")
         for r in sorted(ov, key=lambda r: (r["config"], r["noise_pct"], r["bytes"],
-                                            r["lib"] != "ours", VARIANTS.index(r["variant"]))):
+                                            r["lib"] != "ours",
+                                            VARIANTS.index(r["variant"].split(":")[0]),
+                                            r["variant"])):     # part:AGG after part
             s = d.one(config=r["config"], lib=r["lib"], variant="p2p-single", bytes=r["bytes"],
                       noise_model=r["noise_model"], noise_pct=r["noise_pct"],
                       compute_us=r["compute_us"])

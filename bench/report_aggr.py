@@ -105,7 +105,7 @@ def section(pts, human, frm_ratio):
     return "\n".join(lines) + "\n"
 
 
-AB = re.compile(r"^ab-(rdma(?:-burst)?)-(\d+)$")
+AB = re.compile(r"^ab-(rdma(?:-tcp)?(?:-burst)?)-(\d+)$")   # ab-rdma[-tcp][-burst]-N
 
 
 def ab_rows(csv_path):
@@ -149,6 +149,11 @@ def med(xs):
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
+def ab_pattern(pat):
+    """the ready pattern and path of an ab-* configuration's middle part"""
+    return ("burst" if pat.endswith("burst") else "spread") + (", tcp" if "-tcp" in pat else "")
+
+
 def ab_plot(csv_path, outdir, plt):
     """timer_vs_none.png: per ready pattern, the timer's perceived bandwidth over none's and
     none's writes over the timer's against the bytes (median of the rounds, bars: their
@@ -177,8 +182,9 @@ def ab_plot(csv_path, outdir, plt):
             ax.set_ylabel(what)
             if i == 0:
                 ax.set_ylim(0, 1.5)
-                ax.set_title("%s readies (RDMA over shm)" % ("burst" if pat.endswith("burst")
-                                                            else "spread"))
+                ax.set_title("%s readies (RDMA over %s)" % (
+                    "burst" if pat.endswith("burst") else "spread",
+                    "tcp;ofi_rxm" if "-tcp" in pat else "shm"))
             else:
                 ax.set_yscale("log", base=2)
             ax.legend(fontsize=7)
@@ -198,7 +204,7 @@ def ab_section(csv_path, human):
 
     lines = ["", "## Timer against none in one process (issue 11's timer target)", "",
              "Seed 000's perceived-bandwidth pattern on the RDMA transport over libfabric shm "
-             "(4 threads, N partitions, 1 ms compute, one late thread), our library only: the "
+             "(patterns marked tcp: over tcp;ofi_rxm) (4 threads, N partitions, 1 ms compute, one late thread), our library only: the "
              "operations part:none and part:timer (info key mpich_part_aggregator) run in the "
              "same launch, iteration by iteration, so this VM's fast and slow phases hit both "
              "alike. pb ratio = perceived bandwidth of the timer / of none (bytes over the "
@@ -223,7 +229,7 @@ def ab_section(csv_path, human):
         wb = med([float(p[3]["wire_sent_per_iter"]) for p in ps])
         lines.append("| %s | %d | %g %% | %s | %.2f / %.2f | %.2f (%.2f-%.2f, %d rounds) | "
                      "%.0f / %.1f | %.2f | %s |"
-                     % ("burst" if pat.endswith("burst") else "spread", n, noise, human(b),
+                     % (ab_pattern(pat), n, noise, human(b),
                         a_us, b_us, med(pr), min(pr), max(pr), len(pr), wa, wb, med(wr),
                         "met" if ok else "**not met**"))
     lines += ["", "Target met on %d of %d points." % (met, total)]

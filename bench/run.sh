@@ -184,7 +184,7 @@ timer="--ours-env=MPIR_CVAR_PART_AGGREGATOR=timer"
 # ab-rdma-*: the timer against no aggregation in ONE process, iteration by iteration (the
 # info key mpich_part_aggregator per operation: variants part:none,part:timer), so that this
 # VM's fast and slow phases hit both alike; --ours-only: no stock launch (report_aggr.py,
-# "Timer against none in one process")
+# "Timer against none in one process"); ab-rdma-tcp-burst-*: the same over tcp;ofi_rxm
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -304,6 +304,8 @@ ab-rdma-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants
 ab-rdma-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm --ours-only
 ab-rdma-burst-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm --ours-only
 ab-rdma-burst-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_shm --ours-only
+ab-rdma-tcp-burst-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_tcp --ours-only
+ab-rdma-tcp-burst-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part:none,part:timer --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 --ready burst $rdma_tcp --ours-only
 rdma-shm-1x1|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 1 --theta 1 $rdma_shm
 rdma-shm-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 $rdma_shm
 rdma-shm-earlybird|--sizes|64K,1M,4M|--pattern earlybird --gamma 100,1000 $rdma_shm
