@@ -210,22 +210,45 @@ fi
 # writes (-f shm, the RDMA transport's path), appended as table "rdma-shm": it must find
 # libfabric shm's step from its inject buffer to a copy by system call between 4096 and
 # 4097 bytes, and the demo must run over the RDMA transport with the file.
+# A step of about 1 us can hide under a busy machine's noise (one run in 15 missed it here
+# before the tool confirmed its brackets again, a third of the runs with a busy loop beside
+# them), so each calibration gets up to 3 attempts, each from the file as it was before;
+# every attempt's output stays in the log, and an attempt beyond the first is reported.
 step "calibration tool (tools/part-calibrate, short runs; the engine reads its file)"
 cal=$BUILD_DIR/part_calibrate
 calfile=$RESULTS/calibrate.loggp
+# calibrate LOG PATTERN ARGS...: the tool on 2 ranks writing $calfile until its output
+# has a line matching PATTERN, at most 3 attempts
+calibrate() {
+    local log=$RESULTS/$1 pat=$2 attempt
+    shift 2
+    rm -f "$log" "$calfile.before"
+    [ ! -f "$calfile" ] || cp "$calfile" "$calfile.before"
+    for attempt in 1 2 3; do
+        [ ! -f "$calfile.before" ] || cp "$calfile.before" "$calfile"
+        echo "## attempt $attempt: $*" >> "$log"
+        timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$calfile" "$@" > "$log.try" 2>&1 \
+            || { cat "$log.try" >> "$log"; return 1; }
+        cat "$log.try" >> "$log"
+        if grep -q "$pat" "$log.try"; then
+            [ "$attempt" -eq 1 ] || echo "    $1: found on attempt $attempt"
+            return 0
+        fi
+    done
+    return 1
+}
 if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -DPART_CALIBRATE_OFI -o "$cal" \
         "$top/tools/part-calibrate/part_calibrate.cpp" "$top/tools/part-calibrate/ofi_link.cpp" \
         -lfabric > "$RESULTS/calibrate-build.log" 2>&1 \
-   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$calfile" -t shm \
-        -s 1K,4K,16K -r 5 > "$RESULTS/calibrate.log" 2>&1 \
-   && grep -q "^protocol switch between .* bytes (o_s" "$RESULTS/calibrate.log" \
+   && rm -f "$calfile" \
+   && calibrate calibrate.log "^protocol switch between .* bytes (o_s" -t shm -s 1K,4K,16K -r 5 \
    && [ "$(grep -c '^[0-9]' "$calfile")" -ge 5 ] \
    && MPIR_CVAR_PART_LOGGP_FILE="$calfile" timeout 300 "$PREFIX/bin/mpiexec" \
         -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-demo.log" 2>&1 \
-   && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$calfile" -a -t rdma-shm -f shm \
-        -s 1K,4K,16K -r 5 > "$RESULTS/calibrate-rdma.log" 2>&1 \
-   && grep -q "^protocol switch between 4096 and 4097 bytes (o_s" "$RESULTS/calibrate-rdma.log" \
+   && calibrate calibrate-rdma.log "^protocol switch between 4096 and 4097 bytes (o_s" \
+        -a -t rdma-shm -f shm -s 1K,4K,16K -r 5 \
    && grep -q "^transport rdma-shm" "$calfile" \
+   && [ "$(grep -c '^transport ' "$calfile")" -eq 2 ] \
    && MPIR_CVAR_PART_LOGGP_FILE="$calfile" MPIR_CVAR_PART_TRANSPORT=ofi \
         MPIR_CVAR_PART_OFI_PROVIDER=shm timeout 300 "$PREFIX/bin/mpiexec" \
         -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-rdma-demo.log" 2>&1; then

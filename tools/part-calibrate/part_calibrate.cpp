@@ -206,14 +206,18 @@ Point measure(const Options & opt, int64_t s)
 // Between two listed sizes whose per-message overhead o_s + o_r more than doubles (and grows
 // by more than 1 us), the MPI may have changed protocol (eager to rendezvous, a copy to a
 // registration). A model that used the smaller size's segment up to the larger size would
-// then see the cheap protocol where the expensive one runs. So the bracket is bisected (a
-// midpoint belongs to the upper side when its overhead, the lower of two measurements
-// (noise only adds time), is above the geometric mean of the ends) down to one byte below
-// 64 KiB (1/1024 of the size above), both ends are measured again, and it is a switch when
-// the overhead still jumps by half or more across that narrow bracket; a slope (large
-// rendezvous messages, whose overhead includes the transfer) does not. Both ends of a
-// switch become segments, the upper one being the first size that pays the expensive
-// protocol. Within the 16 segments of a file.
+// then see the cheap protocol where the expensive one runs. So the lower end is measured
+// again (the lower of two: noise only adds time) and the bracket is bisected (a midpoint
+// belongs to the upper side when its overhead, the lower of two measurements, is above the
+// geometric mean of the ends) down to one byte below 64 KiB (1/1024 of the size above).
+// Then both ends are measured again, up to kConfirm times keeping the lower values (a busy
+// machine can slow several measurements in a row), and it is a switch when the overhead
+// jumps by half or more across that narrow bracket; a slope (large rendezvous messages,
+// whose overhead includes the transfer) does not. Both ends of a switch become segments,
+// the upper one being the first size that pays the expensive protocol. Within the 16
+// segments of a file.
+
+constexpr int kConfirm = 4;
 
 double overhead(const Point & p)
 {
@@ -230,6 +234,9 @@ void refine_switches(const Options & opt, std::vector<Point> & pts)
 {
     for (size_t i = 0; i + 1 < pts.size(); ++i) {
         Point lo = pts[i], hi = pts[i + 1];
+        if (!(overhead(hi) > 2.0 * overhead(lo) && overhead(hi) - overhead(lo) > 1.0))
+            continue;
+        lo = lower_of_two(opt, lo);     // a noisy lower end would misplace the midpoints
         const double a = overhead(lo), b = overhead(hi);
         if (!(b > 2.0 * a && b - a > 1.0))
             continue;
@@ -238,18 +245,26 @@ void refine_switches(const Options & opt, std::vector<Point> & pts)
             const Point q = lower_of_two(opt, measure(opt, lo.s + (hi.s - lo.s) / 2));
             (overhead(q) > std::sqrt(a * b) ? hi : lo) = q;
         }
-        lo = lower_of_two(opt, lo);
-        hi = lower_of_two(opt, hi);
+        for (int confirm = 0; confirm < kConfirm; ++confirm) {
+            lo = lower_of_two(opt, lo);
+            hi = lower_of_two(opt, hi);
+            if (overhead(hi) >= 1.5 * overhead(lo))
+                break;
+        }
         if (!(overhead(hi) >= 1.5 * overhead(lo))) {
             std::printf("no protocol switch between %lld and %lld bytes: the overhead grows "
                         "with the size\n", (long long) pts[i].s, (long long) pts[i + 1].s);
             continue;
         }
-        std::vector<Point> add;
+        std::vector<Point> add;     // an end that is a listed size keeps its lower value
         if (lo.s != pts[i].s)
             add.push_back(lo);
+        else
+            pts[i] = lo;
         if (hi.s != pts[i + 1].s)
             add.push_back(hi);
+        else
+            pts[i + 1] = hi;
         if (pts.size() + add.size() > (size_t) kMaxSizes) {
             std::printf("protocol switch between %lld and %lld bytes not kept: at most %d "
                         "sizes\n", (long long) lo.s, (long long) hi.s, kMaxSizes);
