@@ -10,6 +10,9 @@
 //                       ploggp, timer) on both sides: in one run, part:none,part:timer
 //                       compares two aggregators iteration by iteration (libraries without
 //                       the key ignore it: the rows are then the same operation twice).
+//   part:size=N         aggregator "size" merging up to N bytes (info key
+//                       mpich_part_aggr_size = N): part,part:size=65536 compares the
+//                       default with a fixed AGGR_SIZE in one run.
 //   p2p-single          bulk: threads fill, join, then one persistent send of the buffer.
 //   p2p-many            one persistent send per partition; thread t uses its own duplicated
 //                       communicator; it starts each partition when filled and waits for its
@@ -66,9 +69,13 @@ MPI_Group peer_group(MPI_Comm comm, int peer)
 class Part : public Variant {
     MPI_Request req_ = MPI_REQUEST_NULL;
     std::string aggregator_;    // info key mpich_part_aggregator; empty: not given
+    std::string aggr_size_;     // info key mpich_part_aggr_size; empty: not given
 
   public:
-    explicit Part(std::string aggregator = "") : aggregator_(std::move(aggregator)) {}
+    explicit Part(std::string aggregator = "", std::string aggr_size = "")
+        : aggregator_(std::move(aggregator)), aggr_size_(std::move(aggr_size))
+    {
+    }
     void setup(PipeCtx &c) override
     {
         MPI_Info info = MPI_INFO_NULL;
@@ -79,6 +86,8 @@ class Part : public Variant {
                                 std::to_string(c.theta).c_str()));
         if (!aggregator_.empty())
             PB_MPI(MPI_Info_set(info, "mpich_part_aggregator", aggregator_.c_str()));
+        if (!aggr_size_.empty())
+            PB_MPI(MPI_Info_set(info, "mpich_part_aggr_size", aggr_size_.c_str()));
         if (c.sender)
             PB_MPI(MPI_Psend_init(c.sbuf, c.nparts, (MPI_Count)c.part_bytes, MPI_BYTE, c.peer,
                                   TAG_DATA, c.comm, info, &req_));
@@ -321,7 +330,10 @@ std::unique_ptr<Variant> make_variant(const std::string &n)
 {
     if (n == "part")
         return std::make_unique<Part>();
-    if (n.rfind("part:", 0) == 0 && n.size() > 5)
+    if (n.rfind("part:size=", 0) == 0 && n.size() > 10 &&
+        n.find_first_not_of("0123456789", 10) == std::string::npos)
+        return std::make_unique<Part>("size", n.substr(10));
+    if (n.rfind("part:", 0) == 0 && n.size() > 5 && n.find('=') == std::string::npos)
         return std::make_unique<Part>(n.substr(5));
     if (n == "p2p-single")
         return std::make_unique<P2pSingle>();

@@ -22,6 +22,11 @@
  * - Every received byte is checked in every iteration.
  *
  * The CVAR is written with MPI_T_cvar_write before MPI_Psend_init / MPI_Precv_init.
+ *
+ * -info: each configuration's values go in the info key mpich_part_aggr_size of
+ * MPI_Psend_init / MPI_Precv_init instead, while the CVAR holds another value (0 where the
+ * configuration says a positive one, 1 MiB where it says 0): the same counts must come out,
+ * so the test fails when the receiver's key is ignored or the sender's is used.
  */
 
 #include "mpi.h"
@@ -33,6 +38,7 @@
 #define ITERS 3
 
 static int rank;
+static int use_info;            /* -info: AGGR_SIZE by the info key mpich_part_aggr_size */
 
 /* barrier between ranks 0 and 1 only */
 static void pair_sync(MPI_Comm ctl)
@@ -223,16 +229,27 @@ static int run_cfg(int c, const cfg_t * cf, int *buf)
     MPI_Request req;
     long bytes = (long) cf->count * sizeof(int);
     int W = expected_wire_msgs(cf->spart, cf->rpart, bytes, cf->recv_aggr);
+    const char *how = use_info ? "info key" : "CVAR";
     unsigned long long before[NPV], after[NPV];
 
-    errs += set_aggr(rank == 0 ? cf->send_aggr : cf->recv_aggr);
+    int mine = rank == 0 ? cf->send_aggr : cf->recv_aggr;
+    MPI_Info info = MPI_INFO_NULL;
+    if (use_info) {
+        char v[16];
+        snprintf(v, sizeof(v), "%d", mine);
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpich_part_aggr_size", v);
+        errs += set_aggr(mine > 0 ? 0 : 1 << 20);      /* what the key must override */
+    } else {
+        errs += set_aggr(mine);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < NPV; i++)
         before[i] = pv_read(i);
 
     if (rank == 0) {
         MPI_Psend_init(buf, cf->spart, cf->count / cf->spart, MPI_INT, 1, c, MPI_COMM_WORLD,
-                       MPI_INFO_NULL, &req);
+                       info, &req);
         for (int it = 0; it < ITERS; it++) {
             for (long i = 0; i < cf->count; i++)
                 buf[i] = pattern(c, it, i);
@@ -244,7 +261,7 @@ static int run_cfg(int c, const cfg_t * cf, int *buf)
         MPI_Request_free(&req);
     } else if (rank == 1) {
         MPI_Precv_init(buf, cf->rpart, cf->count / cf->rpart, MPI_INT, 0, c, MPI_COMM_WORLD,
-                       MPI_INFO_NULL, &req);
+                       info, &req);
         for (int it = 0; it < ITERS; it++) {
             memset(buf, 0, bytes);
             MPI_Start(&req);
@@ -262,6 +279,8 @@ static int run_cfg(int c, const cfg_t * cf, int *buf)
         }
         MPI_Request_free(&req);
     }
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
 
     for (int i = 0; i < NPV; i++)
         after[i] = pv_read(i);
@@ -270,24 +289,26 @@ static int run_cfg(int c, const cfg_t * cf, int *buf)
         unsigned long long d = after[PV_SENT] - before[PV_SENT];
         unsigned long long dp = after[PV_PARTS] - before[PV_PARTS];
         if (pv_ok[PV_SENT] && d != (unsigned long long) ITERS * W) {
-            fprintf(stderr, "cfg %d (spart %d rpart %d bytes %ld aggr recv %d send %d): "
+            fprintf(stderr, "cfg %d (spart %d rpart %d bytes %ld aggr recv %d send %d by %s): "
                     "part_wire_msgs_sent delta %llu, expected %d x %d\n",
-                    c, cf->spart, cf->rpart, bytes, cf->recv_aggr, cf->send_aggr, d, ITERS, W);
+                    c, cf->spart, cf->rpart, bytes, cf->recv_aggr, cf->send_aggr, how, d, ITERS,
+                    W);
             errs++;
         }
         if (pv_ok[PV_PARTS] && dp != (unsigned long long) ITERS * cf->spart) {
-            fprintf(stderr, "cfg %d (spart %d rpart %d bytes %ld aggr recv %d send %d): "
+            fprintf(stderr, "cfg %d (spart %d rpart %d bytes %ld aggr recv %d send %d by %s): "
                     "part_user_parts_sent delta %llu, expected %d x %d\n",
-                    c, cf->spart, cf->rpart, bytes, cf->recv_aggr, cf->send_aggr, dp, ITERS,
+                    c, cf->spart, cf->rpart, bytes, cf->recv_aggr, cf->send_aggr, how, dp, ITERS,
                     cf->spart);
             errs++;
         }
     } else if (rank == 1) {
         unsigned long long d = after[PV_RECVD] - before[PV_RECVD];
         if (pv_ok[PV_RECVD] && d != (unsigned long long) ITERS * W) {
-            fprintf(stderr, "cfg %d (spart %d rpart %d bytes %ld aggr recv %d send %d): "
+            fprintf(stderr, "cfg %d (spart %d rpart %d bytes %ld aggr recv %d send %d by %s): "
                     "part_wire_msgs_recvd delta %llu, expected %d x %d\n",
-                    c, cf->spart, cf->rpart, bytes, cf->recv_aggr, cf->send_aggr, d, ITERS, W);
+                    c, cf->spart, cf->rpart, bytes, cf->recv_aggr, cf->send_aggr, how, d, ITERS,
+                    W);
             errs++;
         }
     }
@@ -456,6 +477,9 @@ int main(int argc, char *argv[])
      * gcd-message, every iteration): the "size" aggregator, not the default's re-plan */
     setenv("MPIR_CVAR_PART_AGGREGATOR", "size", 0);
     MTest_Init(&argc, &argv);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-info") == 0)
+            use_info = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2) {

@@ -33,7 +33,9 @@
  *   MPI_ERR_INFO_VALUE and a message naming the key, and sends nothing to the peer.
  * - An info key mpich_part_aggregator that names no aggregator ("bogus", "Timer", "timer ",
  *   "ploggp2", "1") makes MPI_Precv_init fail with MPI_ERR_INFO_VALUE, a message naming
- *   the key and the value, and no request; MPI_Psend_init ignores the key.
+ *   the key and the value, and no request; MPI_Psend_init ignores the key. The same for
+ *   an info key mpich_part_aggr_size that is not a decimal number of bytes within int
+ *   ("-1", "abc", "64k", " 64", "2147483648", "99999999999").
  * - Finally a normal transfer succeeds and no user-visible message is left on the
  *   communicator. Nothing may crash or hang.
  */
@@ -435,11 +437,11 @@ static void init_free(void)
     pair_sync();
 }
 
-/* The info key mpich_part_aggregator: MPI_Precv_init refuses a value that names no
- * aggregator; MPI_Psend_init ignores the key (the receiver decides). */
-static void aggregator_info_errors(void)
+/* The info keys mpich_part_aggregator and mpich_part_aggr_size: MPI_Precv_init refuses a
+ * value that names no aggregator or no size; MPI_Psend_init ignores them (the receiver
+ * decides). */
+static void aggregator_info_errors(const char *key, const char *const *bad, int nbad)
 {
-    const char *bad[] = { "bogus", "Timer", "timer ", "ploggp2", "1" };
     int buf[16];
     MPI_Info info;
     MPI_Request req;
@@ -447,15 +449,15 @@ static void aggregator_info_errors(void)
     int len, err;
 
     MPI_Info_create(&info);
-    for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++) {
-        MPI_Info_set(info, "mpich_part_aggregator", bad[i]);
+    for (int i = 0; i < nbad; i++) {
+        MPI_Info_set(info, key, bad[i]);
         req = MPI_REQUEST_NULL;
-        snprintf(what, sizeof(what), "MPI_Precv_init with mpich_part_aggregator='%s'", bad[i]);
+        snprintf(what, sizeof(what), "MPI_Precv_init with %s='%s'", key, bad[i]);
         err = MPI_Precv_init(buf, 4, 4, MPI_INT, 1 - rank, 41, comm, info, &req);
         expect(err, MPI_ERR_INFO_VALUE, what);
         if (err != MPI_SUCCESS) {
             MPI_Error_string(err, msg, &len);
-            if (strstr(msg, "mpich_part_aggregator") == NULL || strstr(msg, bad[i]) == NULL) {
+            if (strstr(msg, key) == NULL || strstr(msg, bad[i]) == NULL) {
                 fprintf(stderr, "rank %d: %s: message does not name the key and value: %s\n",
                         rank, what, msg);
                 errs++;
@@ -471,7 +473,9 @@ static void aggregator_info_errors(void)
     /* the sender ignores it: the init succeeds and the request frees without a start */
     req = MPI_REQUEST_NULL;
     err = MPI_Psend_init(buf, 4, 4, MPI_INT, 1 - rank, 41, comm, info, &req);
-    expect(err, MPI_SUCCESS, "MPI_Psend_init with mpich_part_aggregator='1' (ignored)");
+    snprintf(what, sizeof(what), "MPI_Psend_init with %s='%s' (ignored)", key,
+             bad[nbad - 1]);
+    expect(err, MPI_SUCCESS, what);
     if (req != MPI_REQUEST_NULL)
         MPI_Request_free(&req);
     MPI_Info_free(&info);
@@ -633,7 +637,13 @@ int main(int argc, char *argv[])
     init_free();
     zero_size();
     info_hint_errors();
-    aggregator_info_errors();
+    {
+        const char *const bad_aggregator[] = { "bogus", "Timer", "timer ", "ploggp2", "1" };
+        const char *const bad_size[] = { "-1", "abc", "64k", " 64", "2147483648",
+                                         "99999999999" };
+        aggregator_info_errors("mpich_part_aggregator", bad_aggregator, 5);
+        aggregator_info_errors("mpich_part_aggr_size", bad_size, 6);
+    }
     final_transfer();
     parrived_null();
 

@@ -193,14 +193,41 @@ static int aggregator_of(const char *v)
     return -1;
 }
 
-/* MPI_Precv_init: read and check the aggregator CVARs; the info key mpich_part_aggregator
- * (same values) chooses for this operation instead of MPIR_CVAR_PART_AGGREGATOR. */
-int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggregator, int *spread_us, int *timeout_us,
-                         int *observe)
+/* The value of the info key mpich_part_aggr_size: a decimal number of bytes, 0..INT_MAX
+ * (digits only, at most 10), or -1. */
+static int aggr_size_of(const char *v)
+{
+    int64_t x = 0;
+    int i;
+    for (i = 0; i < 10 && v[i] >= '0' && v[i] <= '9'; ++i)
+        x = 10 * x + (v[i] - '0');
+    return i > 0 && v[i] == '\0' && x <= INT_MAX ? (int) x : -1;
+}
+
+/* MPI_Precv_init: read and check the aggregator CVARs; the info keys mpich_part_aggregator
+ * (same values) and mpich_part_aggr_size choose for this operation instead of
+ * MPIR_CVAR_PART_AGGREGATOR and MPIR_CVAR_PART_AGGR_SIZE. */
+int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int *spread_us,
+                         int *timeout_us, int *observe)
 {
     int mpi_errno = MPI_SUCCESS, flag = 0;
     char str[MPI_MAX_INFO_VAL + 1];
 
+    if (info != NULL) {
+        mpi_errno = MPIR_Info_get_impl(info, "mpich_part_aggr_size", MPI_MAX_INFO_VAL, str,
+                                       &flag);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (flag) {
+        *aggr_size = aggr_size_of(str);
+        MPIR_ERR_CHKANDJUMP1(*aggr_size < 0, mpi_errno, MPI_ERR_INFO_VALUE,
+                             "**partaggrsizeinfo", "**partaggrsizeinfo %s", str);
+    } else {
+        *aggr_size = MPIR_CVAR_PART_AGGR_SIZE;
+        MPIR_ERR_CHKANDJUMP1(*aggr_size < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
+                             "**partaggrsize %d", *aggr_size);
+    }
+    flag = 0;
     if (info != NULL) {
         mpi_errno = MPIR_Info_get_impl(info, "mpich_part_aggregator", MPI_MAX_INFO_VAL, str,
                                        &flag);

@@ -28,7 +28,9 @@ cvars:
         Merge consecutive wire messages of a partitioned operation while the merged message
         stays within this many bytes. 0 disables merging: one wire message per
         gcd(send partitions, receive partitions). Read by MPI_Precv_init; the receiver's
-        value decides. A negative value makes MPI_Precv_init fail with MPI_ERR_ARG.
+        value decides. A negative value makes MPI_Precv_init fail with MPI_ERR_ARG. The
+        info key mpich_part_aggr_size of MPI_Precv_init (a decimal number of bytes, 0 to
+        2147483647; others: MPI_ERR_INFO_VALUE) sets it for that operation instead.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -411,11 +413,10 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op;
-    int aggr = MPIR_CVAR_PART_AGGR_SIZE, aggregator, spread_us, timeout_us, observe;
+    int aggr, aggregator, spread_us, timeout_us, observe;
 
-    MPIR_ERR_CHKANDJUMP1(aggr < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
-                         "**partaggrsize %d", aggr);
-    mpi_errno = MPIDI_PART_aggr_read(info, &aggregator, &spread_us, &timeout_us, &observe);
+    mpi_errno = MPIDI_PART_aggr_read(info, &aggr, &aggregator, &spread_us, &timeout_us,
+                                     &observe);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = op_create(buf, partitions, count, datatype, source, tag, comm, info,
                           MPIR_REQUEST_KIND__PART_RECV, request, &op);

@@ -434,9 +434,10 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr);
 #endif
 
 /* ---- part_aggr.c: the aggregators ------------------------------------------------------ */
-/* MPI_Precv_init, before anything is created: read and check the aggregator's CVARs */
-int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggregator, int *spread_us, int *timeout_us,
-                         int *observe);
+/* MPI_Precv_init, before anything is created: read and check the aggregator's CVARs and
+ * info keys */
+int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int *spread_us,
+                         int *timeout_us, int *observe);
 /* Receiver, at match: the re-plan's tau in ns for gcd-messages of `bytes` bytes (the timer
  * aggregator's deadline: MPIR_CVAR_PART_AGGR_TIMEOUT_US, or the cost of one extra message) */
 int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op);

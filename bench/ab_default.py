@@ -1,0 +1,46 @@
+# ab_default.py: the default aggregator against fixed AGGR_SIZE values run in the same
+# process (bench/run.sh rows ab-default-*: variants part and part:size=N, interleaved
+# iteration by iteration). Per configuration and size: in each round, the default's mean
+# time over the best fixed size's (the smallest mean of that round's part:size=N rows),
+# and the median of those ratios over the rounds against issue 11's limit of 1.05.
+# Usage: python3 bench/ab_default.py FILE.csv
+import collections
+import csv
+import statistics
+import sys
+
+LIMIT = 1.05
+
+
+def main(path):
+    rows = [r for r in csv.DictReader(open(path)) if r["config"].startswith("ab-default")]
+    if not rows:
+        sys.exit(f"{path}: no ab-default-* rows")
+    by_launch = collections.defaultdict(dict)
+    for r in rows:
+        by_launch[(r["config"], int(r["bytes"]), r["round"])][r["variant"]] = r
+    points = collections.defaultdict(list)
+    for (config, nbytes, rnd), v in by_launch.items():
+        fixed = {k: float(r["mean_us"]) for k, r in v.items() if k.startswith("part:size=")}
+        if "part" not in v or not fixed:
+            continue
+        best = min(fixed, key=fixed.get)
+        d = v["part"]
+        points[(config, nbytes)].append((rnd, float(d["mean_us"]) / fixed[best], best[10:],
+                                         d["wire_sent_per_iter"],
+                                         v[best]["wire_sent_per_iter"]))
+    print(f"{'config':22} {'bytes':>8}  median  status   per round: default/best (best size, "
+          "wire messages default/best)")
+    met = 0
+    for key in sorted(points):
+        rounds = sorted(points[key])
+        med = statistics.median(x[1] for x in rounds)
+        ok = med <= LIMIT
+        met += ok
+        detail = "  ".join(f"{x[1]:.3f} ({x[2]}, {x[3]}/{x[4]})" for x in rounds)
+        print(f"{key[0]:22} {key[1]:>8}  {med:6.3f}  {'met' if ok else 'not met':7}  {detail}")
+    print(f"{met} of {len(points)} points within {LIMIT:.2f} of the best fixed AGGR_SIZE")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
