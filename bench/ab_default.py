@@ -3,7 +3,7 @@
 # iteration by iteration). Per configuration and size: in each round, the default's mean
 # time over the best fixed size's (the smallest mean of that round's part:size=N rows),
 # and the median of those ratios over the rounds against issue 11's limit of 1.05.
-# Usage: python3 bench/ab_default.py FILE.csv
+# Usage: python3 bench/ab_default.py FILE.csv [PLOT.png]   (the plot needs matplotlib)
 import collections
 import csv
 import statistics
@@ -40,7 +40,38 @@ def main(path):
         detail = "  ".join(f"{x[1]:.3f} ({x[2]}, {x[3]}/{x[4]})" for x in rounds)
         print(f"{key[0]:22} {key[1]:>8}  {med:6.3f}  {'met' if ok else 'not met':7}  {detail}")
     print(f"{met} of {len(points)} points within {LIMIT:.2f} of the best fixed AGGR_SIZE")
+    return points
+
+
+def plot(points, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    configs = sorted({k[0] for k in points})
+    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4), squeeze=False)
+    for ax, config in zip(axes[0], configs):
+        keys = sorted(k for k in points if k[0] == config)
+        for i, key in enumerate(keys):
+            ratios = [x[1] for x in points[key]]
+            ax.scatter([i] * len(ratios), ratios, s=14, color="tab:blue", alpha=0.6)
+            ax.plot([i - 0.3, i + 0.3], [statistics.median(ratios)] * 2, color="tab:blue")
+        ax.axhline(LIMIT, color="tab:red", linestyle="--", label=f"limit {LIMIT:.2f}")
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels([f"{k[1] // 1024} KiB" if k[1] >= 1024 else f"{k[1]} B"
+                            for k in keys])
+        ax.set_title(config)
+        ax.set_xlabel("bytes per iteration (4 threads x 32 partitions)")
+        ax.set_ylabel("T(default) / T(best fixed AGGR_SIZE)")
+        ax.legend(fontsize=8)
+    fig.suptitle("default aggregator against the best fixed size, same process "
+                 "(dots: rounds, bar: median)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    print(f"plot: {out}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    pts = main(sys.argv[1])
+    if len(sys.argv) > 2:
+        plot(pts, sys.argv[2])
