@@ -29,8 +29,9 @@
  *   a new partitioned pair on the same tag with a different geometry gets the right data.
  * - Zero-size partitions (count 0) complete, MPI_Parrived becomes true, buffers untouched.
  * - An invalid value of the info key mpich_part_thread_partitions ("0", "abc", "2x", more
- *   than the partitions) makes MPI_Psend_init and MPI_Precv_init fail with
- *   MPI_ERR_INFO_VALUE and a message naming the key, and sends nothing to the peer.
+ *   than the partitions, "-1", " 2", "+2": digits only) makes MPI_Psend_init and
+ *   MPI_Precv_init fail with MPI_ERR_INFO_VALUE and a message naming the key, and sends
+ *   nothing to the peer.
  * - An info key mpich_part_aggregator that names no aggregator ("bogus", "Timer", "timer ",
  *   "ploggp2", "1") makes MPI_Precv_init fail with MPI_ERR_INFO_VALUE, a message naming
  *   the key and the value, and no request; MPI_Psend_init ignores the key. The same for
@@ -486,7 +487,7 @@ static void aggregator_info_errors(const char *key, const char *const *bad, int 
 
 static void info_hint_errors(void)
 {
-    const char *bad[] = { "0", "abc", "2x", "5", "-1" };
+    const char *bad[] = { "0", "abc", "2x", "5", "-1", " 2", "+2" };
     int buf[16];
     MPI_Info info;
     MPI_Request req;

@@ -8,6 +8,7 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/part
 noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
                   src/mpid/ch4/netmod/part/part_impl.h \
                   src/mpid/ch4/netmod/part/part_imm.h \
+                  src/mpid/ch4/netmod/part/part_info.h \
                   src/mpid/ch4/netmod/part/part_plan.h \
                   src/mpid/ch4/netmod/part/part_ploggp.h \
                   src/mpid/ch4/netmod/part/part_rdma.h \

@@ -15,6 +15,7 @@
 #include "part_ploggp.h"
 #include "part_timer.h"
 #include "part_imm.h"
+#include "part_info.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -193,17 +194,6 @@ static int aggregator_of(const char *v)
     return -1;
 }
 
-/* The value of the info key mpich_part_aggr_size: a decimal number of bytes, 0..INT_MAX
- * (digits only, at most 10), or -1. */
-static int aggr_size_of(const char *v)
-{
-    int64_t x = 0;
-    int i;
-    for (i = 0; i < 10 && v[i] >= '0' && v[i] <= '9'; ++i)
-        x = 10 * x + (v[i] - '0');
-    return i > 0 && v[i] == '\0' && x <= INT_MAX ? (int) x : -1;
-}
-
 /* MPI_Precv_init: read and check the aggregator CVARs; the info keys mpich_part_aggregator
  * (same values) and mpich_part_aggr_size choose for this operation instead of
  * MPIR_CVAR_PART_AGGREGATOR and MPIR_CVAR_PART_AGGR_SIZE. */
@@ -219,8 +209,8 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (flag) {
-        *aggr_size = aggr_size_of(str);
-        MPIR_ERR_CHKANDJUMP1(*aggr_size < 0, mpi_errno, MPI_ERR_INFO_VALUE,
+        /* a decimal number of bytes, 0..INT_MAX */
+        MPIR_ERR_CHKANDJUMP1(!MPIDI_PART_info_decimal(str, 0, INT_MAX, aggr_size), mpi_errno, MPI_ERR_INFO_VALUE,
                              "**partaggrsizeinfo", "**partaggrsizeinfo %s", str);
     } else {
         *aggr_size = MPIR_CVAR_PART_AGGR_SIZE;

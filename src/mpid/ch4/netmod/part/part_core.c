@@ -9,6 +9,7 @@
  * load when the partition's message is done).
  */
 #include "part_impl.h"
+#include "part_info.h"
 #ifdef MPIDI_CH4_PART_RDMA
 #include "part_rdma.h"
 #endif
@@ -158,7 +159,7 @@ int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs)
 static int thread_parts_hint(MPIR_Info * info, int partitions, int *value)
 {
     int mpi_errno = MPI_SUCCESS, flag = 0;
-    char str[MPI_MAX_INFO_VAL + 1], *end;
+    char str[MPI_MAX_INFO_VAL + 1];
 
     *value = 0;
     if (info == NULL)
@@ -168,11 +169,9 @@ static int thread_parts_hint(MPIR_Info * info, int partitions, int *value)
     MPIR_ERR_CHECK(mpi_errno);
     if (!flag)
         goto fn_exit;
-    long v = strtol(str, &end, 10);
-    MPIR_ERR_CHKANDJUMP2(end == str || *end != '\0' || v < 1 || v > partitions, mpi_errno,
+    MPIR_ERR_CHKANDJUMP2(!MPIDI_PART_info_decimal(str, 1, partitions, value), mpi_errno,
                          MPI_ERR_INFO_VALUE, "**partthreadhint", "**partthreadhint %s %d", str,
                          partitions);
-    *value = (int) v;
   fn_exit:
     return mpi_errno;
   fn_fail:
