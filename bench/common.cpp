@@ -428,8 +428,7 @@ void MpiT::fini()
     ok = false;
 }
 
-// Read or write one int CVAR by name (write when `write`, else read into *value).
-static bool cvar_access_int(const char *name, int *value, bool write)
+bool cvar_access_int(const char *name, int *value, bool write)
 {
     int idx = -1;
     if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS || idx < 0)

@@ -161,6 +161,9 @@ struct MpiT {
     // Counter pvar (unsigned long long): false when missing.
     bool pvar_read_ull(const char *name, unsigned long long *value);
 };
+// Read or write one int CVAR by name (write when `write`, else read into *value), with
+// MPI_T initialized: false when the library has no such variable or the access fails.
+bool cvar_access_int(const char *name, int *value, bool write);
 
 // ---------------------------------------------------------------------------------------
 // misc

@@ -50,7 +50,8 @@ const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ran
   --variants LIST    part,p2p-single,p2p-many,rma-single-passive,rma-many-passive,
                      rma-single-active,rma-many-active (default depends on the pattern);
                      part:AGG is part with the info key mpich_part_aggregator = AGG,
-                     part:size=N with aggregator size and mpich_part_aggr_size = N
+                     part:size=N with aggregator size and mpich_part_aggr_size = N,
+                     part:observe=N with MPIR_CVAR_PART_AGGR_OBSERVE = N (MPI_T)
   --threads N        threads per rank (N)                --theta T   partitions per thread
   --sizes LIST       total bytes per iteration, K/M suffixes (e.g. 8,1K,64K,1M,4M)
   --grids LIST       halo: local grid edge per rank (default 32,64)

@@ -187,7 +187,9 @@ timer="--ours-env=MPIR_CVAR_PART_AGGREGATOR=timer"
 # "Timer against none in one process"); ab-rdma-tcp-burst-*: the same over tcp;ofi_rxm
 # ab-default-*: the default (no CVAR, no key) against fixed AGGR_SIZE values in ONE process
 # (variants part:size=N: the info key mpich_part_aggr_size per operation), for issue 11's
-# "within 5 % of the best fixed AGGR_SIZE" (bench/ab_default.py prints the ratios)
+# "within 5 % of the best fixed AGGR_SIZE" (bench/ab_default.py prints the ratios);
+# ab-observe-4x32: the default (one observed iteration) against three (variant
+# part:observe=4: MPIR_CVAR_PART_AGGR_OBSERVE written through MPI_T around MPI_Precv_init)
 # name|option split per launch|values|partbench options
 # Every value of the split option is its own launch, run for ours and then for stock, so the
 # two libraries alternate at a fine grain and share the machine's conditions.
@@ -277,6 +279,7 @@ ploggp-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --varian
 none-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $none
 ab-default-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,part:size=1024,part:size=16384,part:size=65536,part:size=262144,part:size=1048576 --ours-only
 ab-default-tcp-4x32|--sizes|1K,128K|--pattern pipelined --threads 4 --theta 32 --variants part,part:size=1024,part:size=16384,part:size=65536,part:size=262144 --ours-only $tcp_env
+ab-observe-4x32|--sizes|1K,64K,1M|--pattern pipelined --threads 4 --theta 32 --variants part,part:observe=4 --ours-only
 static-ploggp-4x32|--sizes|8,1K,64K,1M,4M|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single --aggr 0 $static_ploggp
 none-tcp-1x32|--sizes|4K|--pattern pipelined --threads 1 --theta 32 --variants part,p2p-single,p2p-many --aggr 0 $none $tcp_env
 none-tcp-4x32|--sizes|128K|--pattern pipelined --threads 4 --theta 32 --variants part,p2p-single,p2p-many --aggr 0 $none $tcp_env

@@ -13,6 +13,9 @@
 //   part:size=N         aggregator "size" merging up to N bytes (info key
 //                       mpich_part_aggr_size = N): part,part:size=65536 compares the
 //                       default with a fixed AGGR_SIZE in one run.
+//   part:observe=N      the default aggregator with MPIR_CVAR_PART_AGGR_OBSERVE = N for this
+//                       operation (MPI_T write around MPI_Precv_init, restored after):
+//                       part:observe=2,part compares one observed iteration with three.
 //   p2p-single          bulk: threads fill, join, then one persistent send of the buffer.
 //   p2p-many            one persistent send per partition; thread t uses its own duplicated
 //                       communicator; it starts each partition when filled and waits for its
@@ -29,6 +32,7 @@
 //                       epoch; the receiver posts and waits on every window.
 #include "partbench.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -70,10 +74,12 @@ class Part : public Variant {
     MPI_Request req_ = MPI_REQUEST_NULL;
     std::string aggregator_;    // info key mpich_part_aggregator; empty: not given
     std::string aggr_size_;     // info key mpich_part_aggr_size; empty: not given
+    int observe_;               // MPIR_CVAR_PART_AGGR_OBSERVE for MPI_Precv_init; -1: as is
 
   public:
-    explicit Part(std::string aggregator = "", std::string aggr_size = "")
-        : aggregator_(std::move(aggregator)), aggr_size_(std::move(aggr_size))
+    explicit Part(std::string aggregator = "", std::string aggr_size = "", int observe = -1)
+        : aggregator_(std::move(aggregator)), aggr_size_(std::move(aggr_size)),
+          observe_(observe)
     {
     }
     void setup(PipeCtx &c) override
@@ -91,9 +97,18 @@ class Part : public Variant {
         if (c.sender)
             PB_MPI(MPI_Psend_init(c.sbuf, c.nparts, (MPI_Count)c.part_bytes, MPI_BYTE, c.peer,
                                   TAG_DATA, c.comm, info, &req_));
-        else
+        else {
+            int old = 0;
+            if (observe_ >= 0 && (!cvar_access_int("MPIR_CVAR_PART_AGGR_OBSERVE", &old, false) ||
+                                  !cvar_access_int("MPIR_CVAR_PART_AGGR_OBSERVE", &observe_,
+                                                   true)))
+                fatal("part:observe=%d: MPIR_CVAR_PART_AGGR_OBSERVE cannot be written",
+                      observe_);
             PB_MPI(MPI_Precv_init(c.rbuf, c.nparts, (MPI_Count)c.part_bytes, MPI_BYTE, c.peer,
                                   TAG_DATA, c.comm, info, &req_));
+            if (observe_ >= 0)
+                cvar_access_int("MPIR_CVAR_PART_AGGR_OBSERVE", &old, true);
+        }
         if (info != MPI_INFO_NULL)
             PB_MPI(MPI_Info_free(&info));
     }
@@ -333,6 +348,9 @@ std::unique_ptr<Variant> make_variant(const std::string &n)
     if (n.rfind("part:size=", 0) == 0 && n.size() > 10 &&
         n.find_first_not_of("0123456789", 10) == std::string::npos)
         return std::make_unique<Part>("size", n.substr(10));
+    if (n.rfind("part:observe=", 0) == 0 && n.size() > 13 && n.size() < 20 &&
+        n.find_first_not_of("0123456789", 13) == std::string::npos)
+        return std::make_unique<Part>("", "", std::atoi(n.c_str() + 13));
     if (n.rfind("part:", 0) == 0 && n.size() > 5 && n.find('=') == std::string::npos)
         return std::make_unique<Part>(n.substr(5));
     if (n == "p2p-single")

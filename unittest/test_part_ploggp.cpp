@@ -843,6 +843,157 @@ TEST(PloggpObserved, PredictionOfEqualReadyTimesIsTheModelsWithoutSpread)
                     MPIDI_PART_ploggp_predict(&kIB, &m, &pb, k), 1e-9);
 }
 
+// ---- several observed iterations (MPIDI_PART_ploggp_choose_observed_multi) ---------------
+
+namespace {
+
+// 4 threads x 32 partitions of 512 B (64 KiB) on shared memory, as the sender saw them
+// (2026-11-27): each thread's calls 0.6 us apart, the threads one after another (order),
+// gap us between them; `late` us more before thread `late_thread`'s partitions (a thread
+// descheduled: one iteration in a few).
+std::vector<double> threads_timeline(const int order[4], double gap, int late_thread = -1,
+                                     double late = 0)
+{
+    std::vector<double> r(128);
+    for (int j = 0; j < 128; j++) {
+        const int t = j / 32, pos = order[t];
+        r[j] = pos * (31 * 0.6 + gap) + 0.6 * (j % 32);
+        for (int u = 0; u < 4; u++)   // a late thread delays the ones after it too
+            if (u == late_thread && order[u] <= pos)
+                r[j] += late;
+    }
+    return r;
+}
+
+int32_t choose_multi(const MPIDI_PART_loggp_t *t, const MPIDI_PART_problem_t &pb,
+                     const std::vector<std::vector<double>> &samples, double tau,
+                     double *pred = nullptr, int32_t *nb = nullptr)
+{
+    std::vector<double> all;
+    for (const auto &s : samples)
+        all.insert(all.end(), s.begin(), s.end());
+    return MPIDI_PART_ploggp_choose_observed_multi(t, &pb, (int32_t) samples.size(), all.data(),
+                                                   nullptr, tau, 0, pred, nb);
+}
+
+}  // namespace
+
+TEST(PloggpObservedMulti, OneSampleIsTheSingleChooser)
+{
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> u(0.0, 50.0);
+    for (int trial = 0; trial < 200; trial++) {
+        const int32_t n = 1 + (int32_t) (rng() % 40);
+        const MPIDI_PART_problem_t pb{(int64_t) n * (1 + (int64_t) (rng() % 20000)), n, n};
+        std::vector<double> ready(n), sent(n);
+        for (int32_t j = 0; j < n; j++) {
+            ready[j] = u(rng);
+            sent[j] = u(rng) / 10;
+        }
+        const double tau = trial % 3 ? 2.14e6 : u(rng) / 5;
+        double p1 = 0, p2 = 0;
+        int32_t b1 = -1, b2 = -1;
+        const int32_t k1 = choose_obs(kShm, pb, ready, &sent, tau, 0, &b1, &p1);
+        const int32_t k2 = MPIDI_PART_ploggp_choose_observed_multi(
+            kShm, &pb, 1, ready.data(), sent.data(), tau, 0, &p2, &b2);
+        ASSERT_EQ(k1, k2) << trial;
+        EXPECT_EQ(p1, p2) << trial;
+        EXPECT_EQ(b1, b2) << trial;
+    }
+}
+
+TEST(PloggpObservedMulti, OneIterationUnlikeTheOthersDoesNotDecide)
+{
+    // which thread comes last decides what pays: with a uniform merge factor the model
+    // pipelines the last thread's partitions, so the layout fits one order of the threads
+    // (measured: the threads' order changes from iteration to iteration on 2 cores)
+    const MPIDI_PART_problem_t pb{64 * 1024, 128, 128};
+    const int thread1_last[4] = {0, 3, 1, 2}, thread3_last[4] = {0, 2, 1, 3};
+    const auto normal = threads_timeline(thread1_last, 5.0);
+    const auto odd = threads_timeline(thread3_last, 5.0);
+    const int32_t k_normal = choose_obs(kShm, pb, normal, nullptr, 2.14e6);
+    const int32_t k_odd = choose_obs(kShm, pb, odd, nullptr, 2.14e6);
+    ASSERT_NE(k_normal, k_odd) << "the odd iteration alone must choose differently, else this "
+                                  "test shows nothing";
+    // wherever the odd iteration is among three, the median of the predictions is the normal
+    // iterations' prediction: their layout
+    EXPECT_EQ(choose_multi(kShm, pb, {odd, normal, normal}, 2.14e6), k_normal);
+    EXPECT_EQ(choose_multi(kShm, pb, {normal, odd, normal}, 2.14e6), k_normal);
+    EXPECT_EQ(choose_multi(kShm, pb, {normal, normal, odd}, 2.14e6), k_normal);
+    // two odd ones out of three decide
+    EXPECT_EQ(choose_multi(kShm, pb, {odd, normal, odd}, 2.14e6), k_odd);
+    // a descheduled thread (70 us late) in one iteration of three changes nothing either
+    const auto late = threads_timeline(thread1_last, 5.0, 2, 70.0);
+    EXPECT_EQ(choose_multi(kShm, pb, {normal, late, normal}, 2.14e6), k_normal);
+}
+
+TEST(PloggpObservedMulti, EvenCountTakesTheMeanOfTheMiddleTwo)
+{
+    const MPIDI_PART_problem_t pb{64 * 1024, 128, 128};
+    const int order_a[4] = {0, 1, 2, 3}, order_b[4] = {3, 2, 1, 0};
+    const auto a = threads_timeline(order_a, 5.0, 1, 30.0);
+    const auto b = threads_timeline(order_b, 12.0);
+    double pred = 0;
+    const int32_t k = choose_multi(kShm, pb, {a, b}, 2.14e6, &pred);
+    // brute force over the chooser's candidates: the lowest mean of the two predictions,
+    // the first one (fewest messages) among equals
+    int32_t best_k = 0;
+    double best = 0;
+    for (int32_t c = 128; c >= 1; c--) {
+        if (!MPIDI_PART_ploggp_is_candidate(128, c))
+            continue;
+        const double x = (MPIDI_PART_ploggp_predict_observed(kShm, &pb, a.data(), -1, c) +
+                          MPIDI_PART_ploggp_predict_observed(kShm, &pb, b.data(), -1, c)) / 2;
+        if (best_k == 0 || x < best - 1e-9 * best) {
+            best = x;
+            best_k = c;
+        }
+    }
+    EXPECT_EQ(k, best_k);
+    EXPECT_NEAR(pred, best, 1e-9 * best);
+}
+
+TEST(PloggpObservedMulti, ABoundaryOfAnySampleIsKept)
+{
+    // 16 gcd-messages readied together, but in the second sample 0..3 came 50 us before the
+    // rest: with tau 10 us no message may span position 4 in any layout chosen
+    const MPIDI_PART_problem_t pb{16 * 256, 16, 16};
+    std::vector<double> together(16, 0.0), split(16, 50.0);
+    for (int j = 0; j < 4; j++)
+        split[j] = 0.0;
+    int32_t nb = -1;
+    const int32_t k_alone = choose_obs(kShm, pb, together, nullptr, 10.0);
+    EXPECT_NE(4 % k_alone, 0) << "alone, the layout must span position 4, else this test "
+                                 "shows nothing";
+    const int32_t k = choose_multi(kShm, pb, {together, split, together}, 10.0, nullptr, &nb);
+    EXPECT_EQ(nb, 1);
+    EXPECT_GE(k, 1);
+    EXPECT_EQ(4 % k, 0) << "k " << k << " spans the boundary at 4";
+}
+
+TEST(PloggpObservedMulti, InvalidInput)
+{
+    const MPIDI_PART_problem_t pb{1024, 8, 8};
+    std::vector<double> ready(8 * (MPIDI_PART_OBS_MAX + 1), 0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed_multi(kShm, &pb, 0, ready.data(), nullptr, 1, 0,
+                                                      nullptr, nullptr), 0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed_multi(kShm, &pb, MPIDI_PART_OBS_MAX + 1,
+                                                      ready.data(), nullptr, 1, 0, nullptr,
+                                                      nullptr), 0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed_multi(kShm, &pb, 2, nullptr, nullptr, 1, 0,
+                                                      nullptr, nullptr), 0);
+    ready[8 + 5] = NAN;         // the second sample is not finite
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed_multi(kShm, &pb, 2, ready.data(), nullptr, 1, 0,
+                                                      nullptr, nullptr), 0);
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed_multi(kShm, &pb, 1, ready.data(), nullptr, 1, 0,
+                                                      nullptr, nullptr), 8);
+    std::vector<double> sent(16, 0.5);
+    sent[12] = -1;              // a negative send time in the second sample
+    ready[8 + 5] = 0;
+    EXPECT_EQ(MPIDI_PART_ploggp_choose_observed_multi(kShm, &pb, 2, ready.data(), sent.data(), 1,
+                                                      0, nullptr, nullptr), 0);
+}
+
 TEST(PloggpObserved, InvalidInput)
 {
     const MPIDI_PART_problem_t pb{1024, 8, 8};

@@ -12,10 +12,10 @@
  *   receiver has seen the whole block arrive (within 10 s) and none of the later blocks;
  * - -pattern=burst: the sender readies every partition back to back.
  * On the tag transport (the default; the test modes shm and nolocal), also:
- * - iterations 1 and 2 send one wire message per partition (part_wire_msgs_sent on the
- *   sender): nothing is merged before the observed iteration (MPIR_CVAR_PART_AGGR_OBSERVE,
- *   default 2) has ended;
- * - from iteration 3 every iteration sends the same number of wire messages: burst fewer
+ * - iterations 1 to R send one wire message per partition (part_wire_msgs_sent on the
+ *   sender): nothing is merged before the last observed iteration R (the value of
+ *   MPIR_CVAR_PART_AGGR_OBSERVE, read through MPI_T; at least 2) has ended;
+ * - from iteration R + 1 every iteration sends the same number of wire messages: burst fewer
  *   than the partitions (run with a large MPIR_CVAR_PART_AGGR_TIMEOUT_US, so that a
  *   descheduled sender does not look like a gap), early exactly the partitions (partition 0
  *   is never merged with a later one), blocks at least B (no message spans two blocks) and
@@ -25,7 +25,7 @@
  * With the RDMA transport forced (ofi-* and verbs modes) ploggp's groups are split by the
  * timer's deadline instead: part_replans stays 0, and the early-bird checks above hold.
  *
- * Arguments: -parts=N (both sides) -count=N (ints per partition) -iters=N
+ * Arguments: -parts=N (both sides) -count=N (ints per partition) -iters=N (default R + 3)
  *            -pattern=burst|early|blocks -blocks=B
  */
 
@@ -41,6 +41,26 @@ static int rank, errs;
 static int pattern(int iter, int index)
 {
     return 7 + iter * 1000033 + index * 13;
+}
+
+/* The value of the integer control variable `name` (MPI_T), or -1 (reported, counted). */
+static int cv_read_int(const char *name)
+{
+    int idx, count, v = -1;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: control variable %s missing\n", rank, name);
+        errs++;
+        return -1;
+    }
+    if (count != 1 || MPI_T_cvar_read(h, &v) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: control variable %s not one integer\n", rank, name);
+        errs++;
+        v = -1;
+    }
+    MPI_T_cvar_handle_free(&h);
+    return v;
 }
 
 /* Poll MPI_Parrived on partitions [lo, hi) until all are true; 1 on timeout. */
@@ -104,27 +124,34 @@ int main(int argc, char *argv[])
     MTestArgList *head = MTestArgListCreate(argc, argv);
     parts = MTestArgListGetInt_with_default(head, "parts", 64);
     count = MTestArgListGetInt_with_default(head, "count", 16);
-    iters = MTestArgListGetInt_with_default(head, "iters", 6);
+    iters = MTestArgListGetInt_with_default(head, "iters", 0);
     nblocks = MTestArgListGetInt_with_default(head, "blocks", 4);
     snprintf(pat, sizeof(pat), "%s", MTestArgListGetString_with_default(head, "pattern", "burst"));
     MTestArgListDestroy(head);
     int burst = strcmp(pat, "burst") == 0, early = strcmp(pat, "early") == 0;
     int blocks = strcmp(pat, "blocks") == 0;
-    if (!(burst || early || blocks) || parts < 2 || parts % nblocks || iters < 3) {
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    /* the last observed iteration (1-based): the re-plan's comes after it */
+    int observed = cv_read_int("MPIR_CVAR_PART_AGGR_OBSERVE");
+    if (observed < 2)
+        observed = 2;
+    if (iters == 0)
+        iters = observed + 3;
+    if (!(burst || early || blocks) || parts < 2 || parts % nblocks || iters < observed + 1) {
         fprintf(stderr, "bad arguments: -pattern=burst|early|blocks, parts %d divisible by "
-                "blocks %d, iters %d >= 3\n", parts, nblocks, iters);
+                "blocks %d, iters %d > %d observed iterations\n", parts, nblocks, iters,
+                observed);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     int per_block = parts / nblocks;
     int tag = !rdma_forced();   /* the default transport: tag (auto) */
 
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
     size_t bytes = (size_t) parts * count * sizeof(int);
     int *buf = malloc(bytes);
 
     if (rank == 0) {
-        unsigned long long first = 0;   /* wire messages of iteration 3 */
+        unsigned long long first = 0;   /* wire messages of the re-plan's iteration */
         MPI_Psend_init(buf, parts, count, MPI_INT, 1, 3, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
         for (int it = 0; it < iters; it++) {
             int dummy = 0;
@@ -153,25 +180,25 @@ int main(int argc, char *argv[])
             MTestPrintfMsg(1, "iter %d: %llu wire messages\n", it + 1, nm);
             if (!tag)
                 continue;
-            if (it < 2 && nm != (unsigned long long) parts) {
+            if (it < observed && nm != (unsigned long long) parts) {
                 fprintf(stderr, "iter %d: %llu wire messages, expected %d (nothing merged "
                         "before the observed iteration ends)\n", it + 1, nm, parts);
                 errs++;
-            } else if (it == 2) {
+            } else if (it == observed) {
                 first = nm;
                 if ((burst && nm >= (unsigned long long) parts) ||
                     (early && nm != (unsigned long long) parts) ||
                     (blocks && (nm < (unsigned long long) nblocks ||
                                 nm >= (unsigned long long) parts))) {
-                    fprintf(stderr, "iter 3 (%s): %llu wire messages for %d partitions%s\n",
-                            pat, nm, parts, burst ? ": partitions readied together were "
+                    fprintf(stderr, "iter %d (%s): %llu wire messages for %d partitions%s\n",
+                            it + 1, pat, nm, parts, burst ? ": partitions readied together were "
                             "not merged" : early ? ": partition 0 was merged with later "
                             "ones" : ": a message spans two blocks, or no block was merged");
                     errs++;
                 }
-            } else if (it > 2 && nm != first) {
-                fprintf(stderr, "iter %d: %llu wire messages, iteration 3 had %llu (one "
-                        "re-plan only)\n", it + 1, nm, first);
+            } else if (it > observed && nm != first) {
+                fprintf(stderr, "iter %d: %llu wire messages, iteration %d had %llu (one "
+                        "re-plan only)\n", it + 1, nm, observed + 1, first);
                 errs++;
             }
         }

@@ -33,7 +33,7 @@ cvars:
         MPI_Precv_init): "ploggp" (default) picks the number of wire messages that the
         PLogGP model with the LogGP parameters of MPIR_CVAR_PART_LOGGP_FILE (or the
         built-in tables) predicts fastest: on the tag transport for the MPI_Pready times
-        observed in iteration MPIR_CVAR_PART_AGGR_OBSERVE (no merging until then; 0: for the
+        observed up to iteration MPIR_CVAR_PART_AGGR_OBSERVE (no merging until then; 0: for the
         spread MPIR_CVAR_PART_AGGR_SPREAD_US from the first iteration), never merging
         partitions readied by different MPI_Pready calls once the receiver's MPI_Parrived
         has seen a partition of a running iteration, nor ones readied further apart than
@@ -76,15 +76,18 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        The PLogGP aggregator on the tag transport: the iteration whose MPI_Pready times
-        decide the layout. Until it ends every gcd-message travels alone; at the next
-        MPI_Start the sender picks the layout the model predicts fastest for the times it
-        observed (never merging partitions readied by different MPI_Pready calls once the
-        receiver's MPI_Parrived has seen a partition of a running iteration, nor ones
-        readied further apart than MPIR_CVAR_PART_AGGR_TIMEOUT_US when it is set) and tells
-        the receiver, once. 0: no observation (and on the RDMA transports no timer):
-        the layout is planned at match for MPIR_CVAR_PART_AGGR_SPREAD_US. Read by
-        MPI_Precv_init; the receiver's value decides; negative values: MPI_ERR_ARG.
+        The PLogGP aggregator on the tag transport: the last iteration whose MPI_Pready
+        times decide the layout (the sender observes it and up to two before it, from
+        iteration 2 on: 2 observes iteration 2 alone, 4 iterations 2, 3 and 4; values
+        below 2 mean 2). Until it ends every gcd-message travels alone; at the next
+        MPI_Start the sender picks the layout with the lowest median, over the observed
+        iterations, of the model's prediction for their times (never merging partitions
+        readied by different MPI_Pready calls once the receiver's MPI_Parrived has seen a
+        partition of a running iteration, nor ones readied further apart than
+        MPIR_CVAR_PART_AGGR_TIMEOUT_US when it is set) and tells the receiver, once. 0: no
+        observation (and on the RDMA transports no timer): the layout is planned at match
+        for MPIR_CVAR_PART_AGGR_SPREAD_US. Read by MPI_Precv_init; the receiver's value
+        decides; negative values: MPI_ERR_ARG.
 
     - name        : MPIR_CVAR_PART_AGGR_SPREAD_US
       category    : CH4_PART
@@ -210,8 +213,9 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
     }
     if (flag) {
         /* a decimal number of bytes, 0..INT_MAX */
-        MPIR_ERR_CHKANDJUMP1(!MPIDI_PART_info_decimal(str, 0, INT_MAX, aggr_size), mpi_errno, MPI_ERR_INFO_VALUE,
-                             "**partaggrsizeinfo", "**partaggrsizeinfo %s", str);
+        MPIR_ERR_CHKANDJUMP1(!MPIDI_PART_info_decimal(str, 0, INT_MAX, aggr_size), mpi_errno,
+                             MPI_ERR_INFO_VALUE, "**partaggrsizeinfo", "**partaggrsizeinfo %s",
+                             str);
     } else {
         *aggr_size = MPIR_CVAR_PART_AGGR_SIZE;
         MPIR_ERR_CHKANDJUMP1(*aggr_size < 0, mpi_errno, MPI_ERR_ARG, "**partaggrsize",
@@ -377,18 +381,22 @@ int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op)
 void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
 {
     const MPIDI_PART_plan_t *cur = &op->st.plan;
-    int32_t n = cur->gcd, k1 = cur->merge, nmsgs = cur->nmsgs;
-    double *ready = MPL_malloc(sizeof(double) * 2 * n, MPL_MEM_OTHER);
+    int32_t n = cur->gcd, k1 = cur->merge, nmsgs = cur->nmsgs, nobs = op->obs_n;
+    double *ready = MPL_malloc(sizeof(double) * 2 * (size_t) n * nobs, MPL_MEM_OTHER);
 
     *plan = *cur;       /* unchanged unless the model says otherwise */
     if (ready == NULL)
         return;
-    double *sent = ready + n;
-    /* per gcd-message, from the messages of the observed plan (k1 gcd-messages each) */
-    for (int32_t j = 0; j < n; j++) {
-        int32_t m = j / k1;
-        ready[j] = (double) (op->obs[m] - op->obs[0]) / 1000.0;
-        sent[j] = (double) op->obs[nmsgs + m] / 1000.0;
+    double *sent = ready + (size_t) n * nobs;
+    /* per gcd-message, from the messages of the observed plan (k1 gcd-messages each), one
+     * sample per observed iteration */
+    for (int32_t o = 0; o < nobs; o++) {
+        const int64_t *obs = op->obs_base + (size_t) 2 * nmsgs * o;
+        for (int32_t j = 0; j < n; j++) {
+            int32_t m = j / k1;
+            ready[(size_t) o * n + j] = (double) (obs[m] - obs[0]) / 1000.0;
+            sent[(size_t) o * n + j] = (double) obs[nmsgs + m] / 1000.0;
+        }
     }
     MPIDI_PART_LOCK();  /* a sender loads the tables on first use */
     if (!tables.loaded)
@@ -404,8 +412,9 @@ void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
      * ready time: no gap at all, send times not taken out) may share a message */
     int early = __atomic_load_n(&op->early, __ATOMIC_RELAXED);
     double tau = early ? 0.0 : (double) op->replan_ns / 1000.0;
-    int32_t k = MPIDI_PART_ploggp_choose_observed(t, &pb, ready, early ? NULL : sent, tau, nmsgs,
-                                                  NULL, NULL);
+    int32_t k = MPIDI_PART_ploggp_choose_observed_multi(t, &pb, nobs, ready,
+                                                        early ? NULL : sent, tau, nmsgs,
+                                                        NULL, NULL);
     MPL_free(ready);
     if (k >= 1) {
         plan->merge = k;

@@ -185,7 +185,7 @@ static void op_free_memory(MPIDI_PART_op_t * op)
     MPL_free(op->held);
     MPL_free(op->done);
     MPL_free(op->rts_ext);
-    MPL_free(op->obs);
+    MPL_free(op->obs_base);
     op->magic = 0;
     MPL_free(op);
 }
@@ -513,9 +513,17 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         /* the plan of a sender is installed when its first iteration ends: st.iter and
          * st.nmsgs are stable before its next start (section 4c) */
         uint32_t next = op->st.iter + 1;
-        if (next + 1 == replan_iter && op->obs == NULL) {
-            /* the observed iteration: its MPI_Pready calls note when messages complete */
-            op->obs = MPL_calloc(2 * (size_t) op->st.nmsgs, sizeof(int64_t), MPL_MEM_OTHER);
+        uint32_t first = replan_iter > 2 + MPIDI_PART_OBS_ITERS ?
+            replan_iter - MPIDI_PART_OBS_ITERS : 2;
+        if (next >= first && next < replan_iter) {
+            /* an observed iteration: its MPI_Pready calls note when messages complete, in
+             * the next sample (none when there is no memory: the first plan stays) */
+            if (op->obs_base == NULL)
+                op->obs_base = MPL_calloc((size_t) MPIDI_PART_OBS_ITERS * 2 * op->st.nmsgs,
+                                          sizeof(int64_t), MPL_MEM_OTHER);
+            op->obs = NULL;
+            if (op->obs_base && op->obs_n < MPIDI_PART_OBS_ITERS)
+                op->obs = op->obs_base + (size_t) 2 * op->st.nmsgs * op->obs_n++;
         } else if (next == replan_iter) {
             /* take in what the receiver said meanwhile (its EARLY notice comes on VCI 0,
              * which this rank's other waits may not have polled: with several VCIs over
@@ -527,10 +535,11 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
                 MPIR_ERR_CHECK(mpi_errno);
             }
             plan = op->st.plan;
-            if (op->obs)
+            if (op->obs_n > 0)
                 MPIDI_PART_aggr_observed(op, &plan);
-            MPL_free(op->obs);
-            op->obs = NULL;
+            MPL_free(op->obs_base);
+            op->obs_base = op->obs = NULL;
+            op->obs_n = 0;
         }
     }
     /* a re-planned receiver's iteration may begin in the hook (its LAYOUT) as soon as the

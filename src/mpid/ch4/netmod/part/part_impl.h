@@ -180,9 +180,13 @@ typedef struct MPIDI_PART_op {
                                  * first one after the one before it was observed (section
                                  * 4c); 0: none (atomic: the sender reads it before the lock) */
     int32_t replan_ns;          /* sender: the re-plan's tau from the PLAN (ns) */
-    int64_t *obs;               /* sender, during the observed iteration only: per message
+    int64_t *obs;               /* sender, during an observed iteration only: per message
                                  * of the plan, when it completed and how long its MPI_Pready
-                                 * then spent sending it (ns; 2 x nmsgs); else NULL */
+                                 * then spent sending it (ns; 2 x nmsgs; a slice of
+                                 * obs_base); else NULL */
+    int64_t *obs_base;          /* sender: the observed iterations' samples (obs_n of
+                                 * MPIDI_PART_OBS_ITERS, 2 x nmsgs each), until the re-plan */
+    int32_t obs_n;
     uint64_t rop;               /* sender: the receiver's operation (from the PLAN) */
     int early;                  /* receiver: EARLY sent; sender: EARLY received (atomic) */
     int layout_in;              /* the re-plan (lock): 0 not yet; receiver: 1 the sender's
@@ -443,6 +447,9 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
 int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op);
 /* Sender, at the start after the observed iteration (no lock): the new plan from op->obs */
 void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan);
+/* How many iterations a sender observes, up to the one before the re-plan (never the
+ * first, which starts before the plan): at most MPIDI_PART_OBS_MAX (part_ploggp.h) */
+#define MPIDI_PART_OBS_ITERS 3
 int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,
                               int32_t n, int32_t max_msgs);
 

@@ -717,29 +717,51 @@ void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double
     free(ev);
 }
 
-int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
-                                          const MPIDI_PART_problem_t * pb, const double *ready,
-                                          const double *sent, double tau, int32_t max_msgs,
-                                          double *pred, int32_t * boundaries)
+static int dbl_cmp(const void *a, const void *b)
 {
-    if (!obs_valid(t, pb, ready, -1.0) || !(tau >= 0) || !isfinite(tau))
+    const double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+int32_t MPIDI_PART_ploggp_choose_observed_multi(const MPIDI_PART_loggp_t * t,
+                                                const MPIDI_PART_problem_t * pb, int32_t nobs,
+                                                const double *ready, const double *sent,
+                                                double tau, int32_t max_msgs, double *pred,
+                                                int32_t * boundaries)
+{
+    if (nobs < 1 || nobs > MPIDI_PART_OBS_MAX || ready == NULL || !(tau >= 0) || !isfinite(tau))
         return 0;
-    if (sent)
-        for (int32_t j = 0; j < pb->ngcd; j++)
-            if (!(sent[j] >= 0) || !isfinite(sent[j]))
-                return 0;
     const int32_t n = pb->ngcd;
-    int64_t cut = 0;            /* gcd of the kept boundary positions (0: none) */
+    for (int32_t o = 0; o < nobs; o++) {
+        if (!obs_valid(t, pb, ready + (size_t) o * n, -1.0))
+            return 0;
+        if (sent)
+            for (int32_t j = 0; j < n; j++) {
+                const double x = sent[(size_t) o * n + j];
+                if (!(x >= 0) || !isfinite(x))
+                    return 0;
+            }
+    }
+    int64_t cut = 0;            /* gcd of the kept boundary positions of every sample */
     int32_t nb = 0;
-    /* msgs: room for n wire messages, then the adjusted ready times */
-    obs_msg_t *msgs = (obs_msg_t *) malloc((sizeof(obs_msg_t) + sizeof(double)) * n);
+    /* msgs: room for n wire messages, then the adjusted ready times of every sample */
+    obs_msg_t *msgs = (obs_msg_t *) malloc(sizeof(obs_msg_t) * n +
+                                           sizeof(double) * (size_t) n * nobs);
     if (msgs == NULL)
         return 0;
     double *adj = (double *) (msgs + n);
 
-    MPIDI_PART_ploggp_adjust_ready(n, ready, sent, adj);
+    for (int32_t o = 0; o < nobs; o++)
+        MPIDI_PART_ploggp_adjust_ready(n, ready + (size_t) o * n,
+                                       sent ? sent + (size_t) o * n : NULL, adj + (size_t) o * n);
+    /* a boundary any sample shows is kept */
     for (int32_t j = 1; j < n; j++) {
-        if (fabs(adj[j] - adj[j - 1]) > tau) {
+        int gap = 0;
+        for (int32_t o = 0; o < nobs && !gap; o++) {
+            const double *a = adj + (size_t) o * n;
+            gap = fabs(a[j] - a[j - 1]) > tau;
+        }
+        if (gap) {
             cut = gcd64(cut, j);
             nb++;
         }
@@ -748,11 +770,17 @@ int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
         *boundaries = nb;
 
     best_t b = { 0, 0 };
+    double x[MPIDI_PART_OBS_MAX];
     for (int64_t k = n; k >= 1; k--) {
         const int64_t T = (n + k - 1) / k;
         if ((cut && cut % k) || (max_msgs >= 1 && T > max_msgs) || !obs_candidate(n, k))
             continue;
-        keep_min(&b, (int32_t) k, predict_obs(t, pb, adj, -1.0, (int32_t) k, msgs));
+        /* the median of the samples' predictions (even count: the mean of the middle two),
+         * so one iteration unlike the others does not decide */
+        for (int32_t o = 0; o < nobs; o++)
+            x[o] = predict_obs(t, pb, adj + (size_t) o * n, -1.0, (int32_t) k, msgs);
+        qsort(x, (size_t) nobs, sizeof(double), dbl_cmp);
+        keep_min(&b, (int32_t) k, nobs % 2 ? x[nobs / 2] : (x[nobs / 2 - 1] + x[nobs / 2]) / 2);
     }
     free(msgs);
     if (b.k == 0)       /* no candidate fits max_msgs: the finest layout that does */
@@ -760,4 +788,15 @@ int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
     if (pred)
         *pred = b.pred;
     return b.k;
+}
+
+int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
+                                          const MPIDI_PART_problem_t * pb, const double *ready,
+                                          const double *sent, double tau, int32_t max_msgs,
+                                          double *pred, int32_t * boundaries)
+{
+    if (ready == NULL)
+        return 0;
+    return MPIDI_PART_ploggp_choose_observed_multi(t, pb, 1, ready, sent, tau, max_msgs, pred,
+                                                   boundaries);
 }

@@ -176,6 +176,19 @@ int32_t MPIDI_PART_ploggp_choose_observed(const MPIDI_PART_loggp_t * t,
                                           const double *sent, double tau, int32_t max_msgs,
                                           double *pred, int32_t * boundaries);
 
+/* Several observed iterations (the tag transport observes up to MPIDI_PART_OBS_MAX, section
+ * 4c): ready and sent hold nobs samples of n = pb->ngcd times each, one after the other
+ * (sample o at ready[o * n]; sent NULL: none). A boundary any sample shows is kept, and a
+ * candidate's prediction is the median over the samples (the mean of the middle two for an
+ * even count), so one iteration unlike the others does not decide. nobs = 1 is
+ * MPIDI_PART_ploggp_choose_observed; 0 on invalid input (nobs outside 1..OBS_MAX too). */
+#define MPIDI_PART_OBS_MAX 8
+int32_t MPIDI_PART_ploggp_choose_observed_multi(const MPIDI_PART_loggp_t * t,
+                                                const MPIDI_PART_problem_t * pb, int32_t nobs,
+                                                const double *ready, const double *sent,
+                                                double tau, int32_t max_msgs, double *pred,
+                                                int32_t * boundaries);
+
 /* Whether the chooser considers merge factor k (what the unit tests brute-force over). */
 int MPIDI_PART_ploggp_is_candidate(int32_t ngcd, int32_t k);
 
