@@ -64,8 +64,9 @@ def plot(points, out):
         ax.set_xlabel("bytes per iteration (4 threads x 32 partitions)")
         ax.set_ylabel("T(default) / T(best fixed AGGR_SIZE)")
         ax.legend(fontsize=8)
-    fig.suptitle("default aggregator against the best fixed size, same process "
-                 "(dots: rounds, bar: median)")
+    # two lines: one 5-inch panel holds about 60 characters of the title
+    fig.suptitle("default aggregator against the best fixed size, same process\n"
+                 "(dots: rounds, bar: median)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
     print(f"plot: {out}")
