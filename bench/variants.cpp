@@ -15,7 +15,8 @@
 //                       default with a fixed AGGR_SIZE in one run.
 //   part:observe=N      the default aggregator with MPIR_CVAR_PART_AGGR_OBSERVE = N for this
 //                       operation (MPI_T write around MPI_Precv_init, restored after):
-//                       part:observe=2,part compares one observed iteration with three.
+//                       part,part:observe=4 compares one observed iteration (the
+//                       default) with three.
 //   p2p-single          bulk: threads fill, join, then one persistent send of the buffer.
 //   p2p-many            one persistent send per partition; thread t uses its own duplicated
 //                       communicator; it starts each partition when filled and waits for its

@@ -14,7 +14,10 @@
  * On the tag transport (the default; the test modes shm and nolocal), also:
  * - iterations 1 to R send one wire message per partition (part_wire_msgs_sent on the
  *   sender): nothing is merged before the last observed iteration R (the value of
- *   MPIR_CVAR_PART_AGGR_OBSERVE, read through MPI_T; at least 2) has ended;
+ *   MPIR_CVAR_PART_AGGR_OBSERVE, read through MPI_T; at least 2; 0: no re-plan, and only
+ *   the data checks apply, with -pattern=burst: the layout planned at match may merge
+ *   partition 0 with later ones, which -pattern=early and -pattern=blocks wait on) has
+ *   ended;
  * - from iteration R + 1 every iteration sends the same number of wire messages: burst fewer
  *   than the partitions (run with a large MPIR_CVAR_PART_AGGR_TIMEOUT_US, so that a
  *   descheduled sender does not look like a gap), early exactly the partitions (partition 0
@@ -131,20 +134,24 @@ int main(int argc, char *argv[])
     int burst = strcmp(pat, "burst") == 0, early = strcmp(pat, "early") == 0;
     int blocks = strcmp(pat, "blocks") == 0;
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    /* the last observed iteration (1-based): the re-plan's comes after it */
+    /* the last observed iteration (1-based): the re-plan's comes after it; 0: no
+     * observation, no re-plan (the layout planned at match stays: only the data and the
+     * early-bird checks apply) */
     int observed = cv_read_int("MPIR_CVAR_PART_AGGR_OBSERVE");
+    int observing = observed != 0;
     if (observed < 2)
         observed = 2;
     if (iters == 0)
         iters = observed + 3;
-    if (!(burst || early || blocks) || parts < 2 || parts % nblocks || iters < observed + 1) {
+    if (!(burst || early || blocks) || parts < 2 || parts % nblocks || iters < observed + 1 ||
+        (!observing && !burst)) {
         fprintf(stderr, "bad arguments: -pattern=burst|early|blocks, parts %d divisible by "
-                "blocks %d, iters %d > %d observed iterations\n", parts, nblocks, iters,
-                observed);
+                "blocks %d, iters %d > %d observed iterations (MPIR_CVAR_PART_AGGR_OBSERVE=0: "
+                "burst only)\n", parts, nblocks, iters, observed);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     int per_block = parts / nblocks;
-    int tag = !rdma_forced();   /* the default transport: tag (auto) */
+    int tag = !rdma_forced() && observing;      /* the tag transport (auto) re-plans */
 
     MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
     size_t bytes = (size_t) parts * count * sizeof(int);

@@ -78,8 +78,8 @@ cvars:
       description : >-
         The PLogGP aggregator on the tag transport: the last iteration whose MPI_Pready
         times decide the layout (the sender observes it and up to two before it, from
-        iteration 2 on: 2 observes iteration 2 alone, 4 iterations 2, 3 and 4; values
-        below 2 mean 2). Until it ends every gcd-message travels alone; at the next
+        iteration 2 on: 2 observes iteration 2 alone, 4 iterations 2, 3 and 4; 1 means
+        2). Until it ends every gcd-message travels alone; at the next
         MPI_Start the sender picks the layout with the lowest median, over the observed
         iterations, of the model's prediction for their times (never merging partitions
         readied by different MPI_Pready calls once the receiver's MPI_Parrived has seen a
@@ -382,6 +382,8 @@ void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
 {
     const MPIDI_PART_plan_t *cur = &op->st.plan;
     int32_t n = cur->gcd, k1 = cur->merge, nmsgs = cur->nmsgs, nobs = op->obs_n;
+    MPIR_Static_assert(MPIDI_PART_OBS_ITERS <= MPIDI_PART_OBS_MAX,
+                       "the chooser takes at most MPIDI_PART_OBS_MAX samples");
     double *ready = MPL_malloc(sizeof(double) * 2 * (size_t) n * nobs, MPL_MEM_OTHER);
 
     *plan = *cur;       /* unchanged unless the model says otherwise */

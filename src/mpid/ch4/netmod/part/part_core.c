@@ -518,11 +518,13 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         if (next >= first && next < replan_iter) {
             /* an observed iteration: its MPI_Pready calls note when messages complete, in
              * the next sample (none when there is no memory: the first plan stays) */
-            if (op->obs_base == NULL)
-                op->obs_base = MPL_calloc((size_t) MPIDI_PART_OBS_ITERS * 2 * op->st.nmsgs,
+            if (op->obs_base == NULL) {
+                op->obs_slots = (int32_t) (replan_iter - first);
+                op->obs_base = MPL_calloc((size_t) op->obs_slots * 2 * op->st.nmsgs,
                                           sizeof(int64_t), MPL_MEM_OTHER);
+            }
             op->obs = NULL;
-            if (op->obs_base && op->obs_n < MPIDI_PART_OBS_ITERS)
+            if (op->obs_base && op->obs_n < op->obs_slots)
                 op->obs = op->obs_base + (size_t) 2 * op->st.nmsgs * op->obs_n++;
         } else if (next == replan_iter) {
             /* take in what the receiver said meanwhile (its EARLY notice comes on VCI 0,
@@ -537,8 +539,9 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
             plan = op->st.plan;
             if (op->obs_n > 0)
                 MPIDI_PART_aggr_observed(op, &plan);
-            MPL_free(op->obs_base);
-            op->obs_base = op->obs = NULL;
+            /* obs_base stays until the operation is freed: an MPI_Pready that completed
+             * the last observed iteration may still be writing its sample */
+            op->obs = NULL;
             op->obs_n = 0;
         }
     }
@@ -638,8 +641,12 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_REQUEST, "**partnotactive", "**partnotactive %s",
                              "MPI_Pready");
     }
-    if (unlikely(op->obs != NULL))
-        t_in = MPIDI_PART_now_ns();     /* the observed iteration (section 4c) */
+    /* the observed iterations (section 4c): this iteration's sample, read once, since the
+     * request may complete inside msg_complete and another thread's MPI_Start move op->obs
+     * on before this call returns (the samples stay allocated until the operation is freed) */
+    int64_t *obs = op->obs;
+    if (unlikely(obs != NULL))
+        t_in = MPIDI_PART_now_ns();
     if (unlikely(MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)) {
         /* before the plan (or nothing travels): flags only, under the lock; the plan's
          * installation counts them. Re-checked under the lock: the plan may have come.
@@ -686,8 +693,8 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             MPIR_ERR_CHECK(mpi_errno);
             if (unlikely(t_in)) {
                 /* when message m completed, and how long this call then spent sending */
-                op->obs[m] = t_in;
-                op->obs[op->st.nmsgs + m] = MPIDI_PART_now_ns() - t_in;
+                obs[m] = t_in;
+                obs[op->st.nmsgs + m] = MPIDI_PART_now_ns() - t_in;
             }
         } else if (unlikely(m == MPIDI_PART_READY_TWICE)) {
             mpi_errno = ready_twice_error(p);

@@ -185,8 +185,9 @@ typedef struct MPIDI_PART_op {
                                  * then spent sending it (ns; 2 x nmsgs; a slice of
                                  * obs_base); else NULL */
     int64_t *obs_base;          /* sender: the observed iterations' samples (obs_n of
-                                 * MPIDI_PART_OBS_ITERS, 2 x nmsgs each), until the re-plan */
-    int32_t obs_n;
+                                 * obs_slots <= MPIDI_PART_OBS_ITERS, 2 x nmsgs each; freed
+                                 * with the operation) */
+    int32_t obs_n, obs_slots;
     uint64_t rop;               /* sender: the receiver's operation (from the PLAN) */
     int early;                  /* receiver: EARLY sent; sender: EARLY received (atomic) */
     int layout_in;              /* the re-plan (lock): 0 not yet; receiver: 1 the sender's
@@ -445,7 +446,8 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
 /* Receiver, at match: the re-plan's tau in ns for gcd-messages of `bytes` bytes (the timer
  * aggregator's deadline: MPIR_CVAR_PART_AGGR_TIMEOUT_US, or the cost of one extra message) */
 int32_t MPIDI_PART_aggr_replan_tau_ns(MPIDI_PART_op_t * op);
-/* Sender, at the start after the observed iteration (no lock): the new plan from op->obs */
+/* Sender, at the start after the observed iterations (no lock): the new plan from their
+ * samples (op->obs_base, op->obs_n of them) */
 void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan);
 /* How many iterations a sender observes, up to the one before the re-plan (never the
  * first, which starts before the plan): at most MPIDI_PART_OBS_MAX (part_ploggp.h) */

@@ -234,8 +234,8 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
             op->timer_ns = 0;
         else if (lined_up && op->aggr_size == 0 && op->observe > 0)
             /* every gcd-message alone until then (part_aggr.c) */
-            __atomic_store_n(&op->replan_iter, (op->observe > 2 ? op->observe : 2) + 1,
-                             __ATOMIC_RELAXED);
+            __atomic_store_n(&op->replan_iter,
+                             (uint32_t) (op->observe > 2 ? op->observe : 2) + 1, __ATOMIC_RELAXED);
     }
     status = decide_plan(op, &hdr->plan);
     if (status != MPIDI_PART_STATUS_OK || hdr->plan.nmsgs == 0)

@@ -729,7 +729,8 @@ int32_t MPIDI_PART_ploggp_choose_observed_multi(const MPIDI_PART_loggp_t * t,
                                                 double tau, int32_t max_msgs, double *pred,
                                                 int32_t * boundaries)
 {
-    if (nobs < 1 || nobs > MPIDI_PART_OBS_MAX || ready == NULL || !(tau >= 0) || !isfinite(tau))
+    if (t == NULL || pb == NULL || nobs < 1 || nobs > MPIDI_PART_OBS_MAX || ready == NULL ||
+        !(tau >= 0) || !isfinite(tau))
         return 0;
     const int32_t n = pb->ngcd;
     for (int32_t o = 0; o < nobs; o++) {
