@@ -1,5 +1,6 @@
 /*
- * part_pvar.h: the engine's MPI_T performance variables by name, for this project's tests.
+ * part_pvar.h: the engine's MPI_T performance variables (and integer control variables:
+ * cv_read_int) by name, for this project's tests.
  * Include it after the test's own `static int rank, errs;` (a missing pvar, one of another
  * type, or a failed read is reported on stderr and counted in errs). Call MPI_T_init_thread
  * first, and free pv_session (if not MPI_T_PVAR_SESSION_NULL) before MPI_T_finalize.
@@ -92,6 +93,26 @@ static inline unsigned long long pv_settle(const char *name, unsigned long long 
         MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
         v = pv_read(name);
     }
+    return v;
+}
+
+/* The value of the integer control variable `name` (MPI_T), or -1 (reported, counted). */
+static inline int cv_read_int(const char *name)
+{
+    int idx, count, v = -1;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: control variable %s missing\n", rank, name);
+        errs++;
+        return -1;
+    }
+    if (count != 1 || MPI_T_cvar_read(h, &v) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: control variable %s not one integer\n", rank, name);
+        errs++;
+        v = -1;
+    }
+    MPI_T_cvar_handle_free(&h);
     return v;
 }
 

@@ -46,26 +46,6 @@ static int pattern(int iter, int index)
     return 7 + iter * 1000033 + index * 13;
 }
 
-/* The value of the integer control variable `name` (MPI_T), or -1 (reported, counted). */
-static int cv_read_int(const char *name)
-{
-    int idx, count, v = -1;
-    MPI_T_cvar_handle h;
-    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS ||
-        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: control variable %s missing\n", rank, name);
-        errs++;
-        return -1;
-    }
-    if (count != 1 || MPI_T_cvar_read(h, &v) != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: control variable %s not one integer\n", rank, name);
-        errs++;
-        v = -1;
-    }
-    MPI_T_cvar_handle_free(&h);
-    return v;
-}
-
 /* Poll MPI_Parrived on partitions [lo, hi) until all are true; 1 on timeout. */
 static int wait_arrived(MPI_Request req, int lo, int hi, double limit)
 {

@@ -518,13 +518,11 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         if (next >= first && next < replan_iter) {
             /* an observed iteration: its MPI_Pready calls note when messages complete, in
              * the next sample (none when there is no memory: the first plan stays) */
-            if (op->obs_base == NULL) {
-                op->obs_slots = (int32_t) (replan_iter - first);
-                op->obs_base = MPL_calloc((size_t) op->obs_slots * 2 * op->st.nmsgs,
+            if (op->obs_base == NULL)   /* one sample per iteration of the window */
+                op->obs_base = MPL_calloc((size_t) (replan_iter - first) * 2 * op->st.nmsgs,
                                           sizeof(int64_t), MPL_MEM_OTHER);
-            }
             op->obs = NULL;
-            if (op->obs_base && op->obs_n < op->obs_slots)
+            if (op->obs_base && op->obs_n < (int32_t) (replan_iter - first))
                 op->obs = op->obs_base + (size_t) 2 * op->st.nmsgs * op->obs_n++;
         } else if (next == replan_iter) {
             /* take in what the receiver said meanwhile (its EARLY notice comes on VCI 0,

@@ -184,10 +184,10 @@ typedef struct MPIDI_PART_op {
                                  * of the plan, when it completed and how long its MPI_Pready
                                  * then spent sending it (ns; 2 x nmsgs; a slice of
                                  * obs_base); else NULL */
-    int64_t *obs_base;          /* sender: the observed iterations' samples (obs_n of
-                                 * obs_slots <= MPIDI_PART_OBS_ITERS, 2 x nmsgs each; freed
-                                 * with the operation) */
-    int32_t obs_n, obs_slots;
+    int64_t *obs_base;          /* sender: the observed iterations' samples (one per iteration
+                                 * of the window, at most MPIDI_PART_OBS_ITERS, 2 x nmsgs
+                                 * each; freed with the operation) */
+    int32_t obs_n;              /* sender: samples taken so far */
     uint64_t rop;               /* sender: the receiver's operation (from the PLAN) */
     int early;                  /* receiver: EARLY sent; sender: EARLY received (atomic) */
     int layout_in;              /* the re-plan (lock): 0 not yet; receiver: 1 the sender's
