@@ -337,6 +337,7 @@ count_launches() { printf '%s\n' "$1" | awk -F'|' -v nlib="${2:-1}" \
 nl=$(count_launches "$configs" "$nlib")
 nx=$(count_launches "$xfail")
 total=$(( nl * rounds + nx ))
+[ "$mode" = smoke ] && total=$((total + 1))     # idle-tax
 rm -f "$OUT/results.csv" "$OUT/meta.txt" "$OUT"/logs/run-*.log
 {
     echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -484,6 +485,27 @@ for round in $(seq 1 "$rounds"); do
 $configs
 EOF
 done
+
+# idle_tax.cpp (a live idle partitioned operation against an unrelated ping-pong; run by
+# hand, bench/results/2026-11-27-idle-tax): in the smoke run, built and run briefly over the
+# RDMA transport (tcp;ofi_rxm), every message checked, so that it cannot rot
+if [ "$mode" = smoke ]; then
+    k=$((k + 1))
+    say "[$k/$total] ours idle-tax (bench/idle_tax.cpp, RDMA over tcp;ofi_rxm, 2 rounds)"
+    log=$OUT/logs/idle-tax.log
+    if "$PREFIX/bin/mpicxx" $CXXFLAGS "$here/idle_tax.cpp" -o "$OUT/build/idle_tax" > "$log" 2>&1 &&
+        env MPIR_CVAR_PART_TRANSPORT=ofi "MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm" \
+            timeout 120 "$PREFIX/bin/mpiexec" -n 2 "$OUT/build/idle_tax" --rounds 2 \
+            --pingpongs 500 < /dev/null >> "$log" 2>&1 && grep -q "^median live/freed" "$log"; then
+        passed=$((passed + 1))
+        say "    $(grep '^median' "$log")"
+    else
+        fails=$((fails + 1))
+        failed_list="$failed_list ours:idle-tax"
+        say "    FAILED: idle-tax (log $log)"
+        tail -5 "$log" | sed 's/^/      /'
+    fi
+fi
 
 # self-tests: a spoiled byte must be caught (exit 2 and a VERIFICATION FAILED message)
 while IFS='|' read -r name splitopt values opts; do

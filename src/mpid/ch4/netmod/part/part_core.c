@@ -71,6 +71,10 @@ static void iteration_done(MPIDI_PART_op_t * op)
     }
     if (op->spread)
         MPIDI_PART_PVAR_ADD(VCI_SPREAD_MSGS, op->spread);
+#ifdef MPIDI_CH4_PART_RDMA
+    if (op->rdma)
+        MPIDI_PART_rdma_idle(op);
+#endif
     MPIDI_PART_set_status(op);
     MPIR_cc_dec(op->req->cc_ptr);       /* last: the user may free the request after this */
     MPIDI_PART_poke_progress();
@@ -85,6 +89,10 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m)
 /* An iteration without wire messages (EMPTY, FAILED) that was waiting for the plan. */
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op)
 {
+#ifdef MPIDI_CH4_PART_RDMA
+    if (op->rdma)
+        MPIDI_PART_rdma_idle(op);
+#endif
     MPIDI_PART_set_status(op);
     MPIR_cc_dec(op->req->cc_ptr);
     MPIDI_PART_poke_progress();
@@ -561,13 +569,28 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
     /* under the engine lock: a credit arriving now arms the timer after this reset */
     if (*action == MPIDI_PART_START_RUN && op->timer_ns >= 0 && op->rdma && op->rdma->timer)
         MPIDI_PART_rtimer_start(op, MPIDI_PART_st_is_armed(&op->st));
+    int rdma_wait = 0;
+    if (*action != MPIDI_PART_START_COMPLETE && op->rdma) {
+        MPIDI_PART_rdma_busy(op);       /* the hook reads the queues on every call */
+        rdma_wait = op->is_send && !MPIDI_PART_st_is_armed(&op->st);
+    }
 #endif
     MPIDI_PART_UNLOCK();
     /* the request is not active yet: nothing reads the previous iteration's messages */
     if (op->tp && !reset_early)
         op->tp->iter_reset(op);
-    if (send_layout)
+    if (send_layout) {
         mpi_errno = MPIDI_PART_send_layout(op);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+#ifdef MPIDI_CH4_PART_RDMA
+    if (rdma_wait) {
+        /* the credit may have come while we were idle (the hook then reads the queues
+         * seldom): take it now, so that this iteration's first MPI_Pready can write */
+        mpi_errno = MPIDI_PART_rdma_progress();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+#endif
 
   fn_exit:
     return mpi_errno;

@@ -336,6 +336,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_REPLANS,
     MPIDI_PART_PV_DIRECT_ITERS,
     MPIDI_PART_PV_TIMER_DEADLINE,
+    MPIDI_PART_PV_RDMA_BUSY,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -431,7 +432,28 @@ int MPIDI_PART_rdma_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts);
 const MPIDI_PART_transport_t *MPIDI_PART_rdma_usable(MPIDI_PART_op_t * op);
 /* the enum MPIDI_PART_model_path of transport tp (one MPIDI_PART_rdma_usable returned) */
 int MPIDI_PART_rdma_model_path(const MPIDI_PART_transport_t * tp);
+/* the timer's deadlines and the backends' completion queues */
 int MPIDI_PART_rdma_progress(void);
+/* no lock: op (with RDMA state) is busy (attached, or an iteration is running) or idle */
+void MPIDI_PART_rdma_busy(MPIDI_PART_op_t * op);
+void MPIDI_PART_rdma_idle(MPIDI_PART_op_t * op);
+/* Whether the hook reads the queues on this call. Reading them is not free: over
+ * libfabric's tcp provider every read is a poll() system call, and the hook runs inside
+ * every MPI call that makes progress (measured: a live but idle operation made an
+ * unrelated 8-byte ping-pong over shared memory 7x slower). So the queues are read on every
+ * call while an operation is busy, and otherwise on every 1024th call of a thread: that
+ * still moves what a peer begins while we are idle (a credit for our next MPI_Start, a
+ * connection, a write whose completion waits for our side), and nothing of ours waits on
+ * it (an MPI_Start that finds no credit reads the queues itself; MPI_Parrived reads its
+ * lane's queue). A timer's deadline belongs to a running iteration: busy. */
+static inline int MPIDI_PART_rdma_due(void)
+{
+    /* initial-exec: a plain %fs load, no __tls_get_addr call in the waiters' loop */
+    static __thread unsigned skips __attribute__ ((tls_model("initial-exec")));
+    if (MPL_atomic_relaxed_load_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_RDMA_BUSY].v) > 0)
+        return 1;
+    return (++skips & 1023) == 0;
+}
 /* no lock: release op's RDMA state (offered in the RTS and never planned, or at free) */
 void MPIDI_PART_rdma_release(MPIDI_PART_op_t * op);
 /* no lock (handshake): the peer's FAIL message */

@@ -711,7 +711,7 @@ int MPIDI_PART_progress(void)
         MPIR_ERR_CHECK(mpi_errno);
     }
 #ifdef MPIDI_CH4_PART_RDMA
-    if (work & MPIDI_PART_WORK_RDMA) {
+    if ((work & MPIDI_PART_WORK_RDMA) && MPIDI_PART_rdma_due()) {
         mpi_errno = MPIDI_PART_rdma_progress();
         MPIR_ERR_CHECK(mpi_errno);
     }

@@ -117,6 +117,18 @@ int MPIDI_PART_rdma_model_path(const MPIDI_PART_transport_t * tp)
     return MPIDI_PART_PATH_TAG;
 }
 
+void MPIDI_PART_rdma_busy(MPIDI_PART_op_t * op)
+{
+    if (__atomic_exchange_n(&op->rdma->busy, 1, __ATOMIC_ACQ_REL) == 0)
+        MPIDI_PART_PVAR_ADD(RDMA_BUSY, 1);
+}
+
+void MPIDI_PART_rdma_idle(MPIDI_PART_op_t * op)
+{
+    if (__atomic_exchange_n(&op->rdma->busy, 0, __ATOMIC_ACQ_REL) == 1)
+        MPIDI_PART_PVAR_SUB(RDMA_BUSY, 1);
+}
+
 int MPIDI_PART_rdma_progress(void)
 {
     int mpi_errno = MPIDI_PART_rtimer_progress();
@@ -176,6 +188,7 @@ int MPIDI_PART_rdma_attach(MPIDI_PART_op_t * op, MPIDI_PART_rdmaop_t * r)
     int ok = slot_get(op, &r->slot);
     if (ok) {
         op->rdma = r;
+        MPIDI_PART_rdma_busy(op);       /* its plan or first iteration is under way */
         rdma.live++;
         MPIDI_PART_set_work(MPIDI_PART_WORK_RDMA);
     }
@@ -187,6 +200,7 @@ void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_rdmaop_t *r = op->rdma;
     MPIDI_PART_rtimer_free(op); /* off the tick list first */
+    MPIDI_PART_rdma_idle(op);
     MPIDI_PART_LOCK();
     rdma.slots[r->slot] = NULL;
     rdma.freeq[(rdma.fq_head + rdma.fq_count) % MPIDI_PART_IMM_SLOTS] = r->slot;

@@ -28,6 +28,7 @@ typedef struct MPIDI_PART_rdmaop {
     int nlanes;                 /* endpoints or queue pairs the messages use */
     uint8_t *msg_lane;          /* lane of each message (NULL: all on lane 0) */
     struct MPIDI_PART_rtimer *timer;    /* the timer aggregator's state, or NULL */
+    int busy;                   /* counted in the busy operations (atomic) */
 } MPIDI_PART_rdmaop_t;
 
 typedef struct MPIDI_PART_rtimer MPIDI_PART_rtimer_t;
