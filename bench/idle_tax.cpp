@@ -6,7 +6,10 @@
 // unrelated 8-byte ping-pong (MPI_Send / MPI_Recv between ranks 0 and 1) timed with one
 // partitioned operation alive and idle ("live": rank 0 sends, rank 1 receives, three
 // iterations run and verified before) against the same ping-pong with none ("freed").
-// Each round times both, in alternating order (even rounds live first), and prints the
+// Idle means no iteration for a while: the engine keeps reading the RDMA queues on every
+// progress call for 1 ms after an iteration ends, so each measurement begins 5 ms after
+// the last iteration (and after the free). Each round times both, in alternating order
+// (even rounds live first), and prints the
 // ratio live / freed; the summary is the median ratio over the rounds. Every ping-pong
 // message and every byte of the partitioned iterations is checked (exit status 2 on a
 // mismatch). The transport is whatever the environment selects
@@ -16,11 +19,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -44,10 +49,12 @@ uint8_t byte_of(int round, int it, long i)
     return static_cast<uint8_t>(i * 31 + it * 7 + round * 3 + 1);
 }
 
-// One 8-byte round trip per step; returns us per one-way message.
+// One 8-byte round trip per step, 5 ms after the caller's last partitioned call; returns
+// us per one-way message.
 double pingpong(int n, uint64_t salt)
 {
     uint64_t v = 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
     for (int i = 0; i < n; i++) {

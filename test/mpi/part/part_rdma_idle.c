@@ -4,14 +4,16 @@
  *
  * MPICH's progress reads the RDMA completion queues on every call only while some RDMA
  * operation is busy (part_rdma_busy > 0): attached and not through its first iteration
- * yet, or with an iteration running. Idle, it reads them on every 1024th call, and an
- * MPI_Start that finds no credit reads them itself. Rank 0 sends 8 partitions of 4 KiB
+ * yet, or with an iteration running (and for 1 ms after an iteration ended). Idle, it
+ * reads them on every 1024th call, and an MPI_Start that finds no credit reads them
+ * itself. Rank 0 sends 8 partitions of 4 KiB
  * to rank 1, -iters iterations (default 12) in three patterns:
  *   lockstep: both start, read the pvar, meet in a barrier, then rank 0 readies all;
- *   late sender: rank 1 starts and waits while rank 0 makes 3000 unrelated MPI_Iprobe
- *     calls (the credit arrives while it is idle) and only then starts;
- *   late receiver: rank 0 starts and readies everything before rank 1 starts (the writes
- *     wait for the credit, which rank 0's MPI_Wait must pick up).
+ *   late sender: rank 1 starts and waits while rank 0 sleeps 3 ms (past the linger) and
+ *     makes 3000 unrelated MPI_Iprobe calls (the credit arrives while it is idle) and
+ *     only then starts;
+ *   late receiver: rank 0 starts and readies everything; rank 1 starts 3 ms later (the
+ *     writes wait for the credit, which rank 0's MPI_Wait must pick up).
  * Asserts, every iteration and every byte: the data; part_rdma_busy is 0 after MPI_Wait on
  * both ranks (nothing left counted) and, when MPIR_CVAR_PART_TRANSPORT forces an RDMA
  * backend, 1 between MPI_Start and the barrier of the lockstep pattern (0 on the tag
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "mpitest.h"
 
 static int rank, errs = 0;
@@ -91,6 +94,7 @@ int main(int argc, char **argv)
                 MPI_Barrier(MPI_COMM_WORLD);
             } else {
                 MPI_Barrier(MPI_COMM_WORLD);
+                usleep(3000);   /* past the hook's 1 ms linger after the last iteration */
                 for (int k = 0; k < 3000; k++)  /* idle: the credit comes meanwhile */
                     MPI_Iprobe(1, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
                 MPI_Start(&req);
@@ -105,6 +109,7 @@ int main(int argc, char **argv)
                 MPI_Barrier(MPI_COMM_WORLD);
             } else {
                 MPI_Barrier(MPI_COMM_WORLD);
+                usleep(3000);   /* the sender waits in MPI_Wait for the credit */
                 MPI_Start(&req);
             }
         }

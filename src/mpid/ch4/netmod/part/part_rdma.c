@@ -125,8 +125,24 @@ void MPIDI_PART_rdma_busy(MPIDI_PART_op_t * op)
 
 void MPIDI_PART_rdma_idle(MPIDI_PART_op_t * op)
 {
-    if (__atomic_exchange_n(&op->rdma->busy, 0, __ATOMIC_ACQ_REL) == 1)
+    if (__atomic_exchange_n(&op->rdma->busy, 0, __ATOMIC_ACQ_REL) == 1) {
+        __atomic_store_n(&MPIDI_PART_global.rdma_linger_ns,
+                         MPIDI_PART_now_ns() + MPIDI_PART_RDMA_LINGER_NS, __ATOMIC_RELAXED);
         MPIDI_PART_PVAR_SUB(RDMA_BUSY, 1);
+    }
+}
+
+int MPIDI_PART_rdma_lingering(void)
+{
+    int64_t until = __atomic_load_n(&MPIDI_PART_global.rdma_linger_ns, __ATOMIC_RELAXED);
+    if (until == 0)
+        return 0;
+    if (MPIDI_PART_now_ns() < until)
+        return 1;
+    /* over: later calls skip the clock (unless an iteration ended meanwhile) */
+    __atomic_compare_exchange_n(&MPIDI_PART_global.rdma_linger_ns, &until, 0, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 0;
 }
 
 int MPIDI_PART_rdma_progress(void)
