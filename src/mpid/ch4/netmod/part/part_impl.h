@@ -444,16 +444,16 @@ int MPIDI_PART_rdma_lingering(void);
 #define MPIDI_PART_RDMA_LINGER_NS 1000000
 /* Whether the hook reads the queues on this call. Reading them is not free: over
  * libfabric's tcp provider every read is a poll() system call, and the hook runs inside
- * every MPI call that makes progress (measured: a live but idle operation made an
- * unrelated 8-byte ping-pong over shared memory 7x slower). So the queues are read on every
- * call while an operation is busy, for 1 ms after an iteration ended (operations that
- * iterate more often than that never see the gate: measured, 100 us left partbench's
- * pipelined 1 x 64 KiB over libfabric shm 5 % slower, 1 ms did not), and otherwise on
- * every 1024th call of a thread: that still moves what a peer begins while we are idle (a credit for our
- * next MPI_Start, a connection, a write whose completion waits for our side), and nothing
- * of ours waits on it (an MPI_Start that finds no credit reads the queues itself;
- * MPI_Parrived reads its lane's queue). A timer's deadline belongs to a running iteration:
- * busy. */
+ * every MPI call that makes progress (measured: one live but idle operation made an
+ * unrelated 8-byte ping-pong over shared memory 2.4-7x slower). So the queues are read on
+ * every call while an operation is busy and for 1 ms after an iteration ended (operations
+ * that iterate more often than that never see the gate: measured, 100 us left partbench's
+ * pipelined 1 x 64 KiB over libfabric shm 5 % slower, 1 ms did not), and otherwise on every
+ * 1024th call of a thread. That still moves what a peer begins while we are idle (a credit
+ * for our next MPI_Start, a connection, a write whose completion waits for our side), and
+ * nothing of ours waits on it: an MPI_Start that finds no credit reads the queues itself,
+ * MPI_Parrived reads its lane's queue, and a timer's deadline belongs to a running
+ * iteration (busy). */
 static inline int MPIDI_PART_rdma_due(void)
 {
     /* initial-exec: a plain %fs load, no __tls_get_addr call in the waiters' loop */

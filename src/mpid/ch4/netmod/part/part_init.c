@@ -90,8 +90,9 @@ static const struct {
         "iteration before, within the model's deadline and MPIR_CVAR_PART_AGGR_SPREAD_US"},
     [MPIDI_PART_PV_RDMA_BUSY] = {"part_rdma_busy", 1,
         "Operations of the RDMA transport that are busy: attached and not through an "
-        "iteration yet, or with an iteration running. While none is, MPICH's progress reads "
-        "the RDMA completion queues on every 1024th call only"},
+        "iteration yet, or with an iteration running. While none is (and no iteration ended in "
+        "the last millisecond), MPICH's progress reads the RDMA completion queues on every "
+        "1024th call only"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
