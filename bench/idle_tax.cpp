@@ -16,6 +16,10 @@
 // (MPIR_CVAR_PART_TRANSPORT=ofi|verbs, ...).
 //
 //   idle_tax [--rounds R] [--pingpongs N] [--parts P] [--bytes B]
+// Build: mpicxx -std=c++17 -pthread bench/idle_tax.cpp bench/common.cpp (the data pattern of
+// partbench, common.hpp).
+#include "common.hpp"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -42,11 +46,6 @@ int rank = 0;
     std::fprintf(stderr, "idle_tax: rank %d: VERIFICATION FAILED: %s\n", rank, what);
     MPI_Abort(MPI_COMM_WORLD, 2);
     std::exit(2);
-}
-
-uint8_t byte_of(int round, int it, long i)
-{
-    return static_cast<uint8_t>(i * 31 + it * 7 + round * 3 + 1);
 }
 
 // One 8-byte round trip per step, 5 ms after the caller's last partitioned call; returns
@@ -88,9 +87,9 @@ MPI_Request make_idle_op(const Options &o, int round, std::vector<uint8_t> &buf)
         MPI_Precv_init(buf.data(), o.parts, o.bytes, MPI_BYTE, 0, 9, MPI_COMM_WORLD,
                        MPI_INFO_NULL, &req);
     for (int it = 0; it < 3; it++) {
+        const uint32_t seed = pb::iter_seed(static_cast<uint32_t>(round), it);
         if (rank == 0)
-            for (long i = 0; i < total; i++)
-                buf[i] = byte_of(round, it, i);
+            pb::fill_pattern(buf.data(), total, 0, seed);
         else
             std::fill(buf.begin(), buf.end(), 0);
         MPI_Start(&req);
@@ -98,10 +97,8 @@ MPI_Request make_idle_op(const Options &o, int round, std::vector<uint8_t> &buf)
             for (int p = 0; p < o.parts; p++)
                 MPI_Pready(p, req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
-        if (rank == 1)
-            for (long i = 0; i < total; i++)
-                if (buf[i] != byte_of(round, it, i))
-                    fail("partitioned data");
+        if (rank == 1 && pb::check_pattern(buf.data(), total, 0, seed) >= 0)
+            fail("partitioned data");
     }
     return req;
 }

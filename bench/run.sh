@@ -493,7 +493,7 @@ if [ "$mode" = smoke ]; then
     k=$((k + 1))
     say "[$k/$total] ours idle-tax (bench/idle_tax.cpp, RDMA over tcp;ofi_rxm, 2 rounds)"
     log=$OUT/logs/idle-tax.log
-    if "$PREFIX/bin/mpicxx" $CXXFLAGS "$here/idle_tax.cpp" -o "$OUT/build/idle_tax" > "$log" 2>&1 &&
+    if "$PREFIX/bin/mpicxx" $CXXFLAGS "$here/idle_tax.cpp" "$here/common.cpp" -o "$OUT/build/idle_tax" > "$log" 2>&1 &&
         env MPIR_CVAR_PART_TRANSPORT=ofi "MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm" \
             timeout 120 "$PREFIX/bin/mpiexec" -n 2 "$OUT/build/idle_tax" --rounds 2 \
             --pingpongs 500 < /dev/null >> "$log" 2>&1 && grep -q "^median live/freed" "$log"; then

@@ -62,15 +62,10 @@ void MPIDI_PART_set_status(MPIDI_PART_op_t * op)
     req->status.MPI_ERROR = op->error;
 }
 
-/* Lock-free: the iteration's last message is done. */
-static void iteration_done(MPIDI_PART_op_t * op)
+/* The iteration is over: its status, then the request (also for an iteration without wire
+ * messages, EMPTY or FAILED, that was waiting for the plan). */
+void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op)
 {
-    if (op->is_send) {
-        MPIDI_PART_PVAR_ADD(WIRE_MSGS_SENT, op->st.nmsgs);
-        MPIDI_PART_PVAR_ADD(USER_PARTS_SENT, op->partitions);
-    }
-    if (op->spread)
-        MPIDI_PART_PVAR_ADD(VCI_SPREAD_MSGS, op->spread);
 #ifdef MPIDI_CH4_PART_RDMA
     if (op->rdma)
         MPIDI_PART_rdma_idle(op);
@@ -80,23 +75,25 @@ static void iteration_done(MPIDI_PART_op_t * op)
     MPIDI_PART_poke_progress();
 }
 
+/* Lock-free: the iteration's last message is done. */
+static void iteration_done(MPIDI_PART_op_t * op)
+{
+    if (op->is_send) {
+        MPIDI_PART_PVAR_ADD(WIRE_MSGS_SENT, op->st.nmsgs);
+        MPIDI_PART_PVAR_ADD(USER_PARTS_SENT, op->partitions);
+    }
+    if (op->spread)
+        MPIDI_PART_PVAR_ADD(VCI_SPREAD_MSGS, op->spread);
+    MPIDI_PART_complete_iteration(op);
+}
+
 void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m)
 {
     if (MPIDI_PART_st_msg_done(&op->st, m) == 1)
         iteration_done(op);
 }
 
-/* An iteration without wire messages (EMPTY, FAILED) that was waiting for the plan. */
-void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op)
-{
-#ifdef MPIDI_CH4_PART_RDMA
-    if (op->rdma)
-        MPIDI_PART_rdma_idle(op);
-#endif
-    MPIDI_PART_set_status(op);
-    MPIR_cc_dec(op->req->cc_ptr);
-    MPIDI_PART_poke_progress();
-}
+
 
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op)
 {

@@ -281,8 +281,6 @@ typedef struct MPIDI_PART_global {
     int am_id;                  /* active-message handler id */
     MPID_Thread_mutex_t lock;   /* queues, tags, slow paths (never held across MPI calls) */
     MPL_atomic_int_t work;      /* MPIDI_PART_WORK_* bits: the hook's one load */
-    int64_t rdma_linger_ns;     /* the hook reads the RDMA queues until then (0: no linger;
-                                 * atomic; MPIDI_PART_rdma_due) */
     MPL_atomic_int_t in_hs;     /* the handshake work is running (no re-entry) */
     MPIDI_PART_inbox_t *inbox_head, *inbox_tail;
     MPIDI_PART_op_t *posted_head, *posted_tail; /* receivers waiting for an RTS */
@@ -371,7 +369,7 @@ int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs);
 void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */
-void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* no message travels */
+void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* over (also one without messages) */
 int MPIDI_PART_send_ready(MPIDI_PART_op_t * op, const int32_t * msgs, int n);
 void MPIDI_PART_poll_all(unsigned events);
 void MPIDI_PART_poke_progress(void);
@@ -439,32 +437,10 @@ int MPIDI_PART_rdma_progress(void);
 /* no lock: op (with RDMA state) is busy (attached, or an iteration is running) or idle */
 void MPIDI_PART_rdma_busy(MPIDI_PART_op_t * op);
 void MPIDI_PART_rdma_idle(MPIDI_PART_op_t * op);
-/* no lock: an RDMA iteration ended less than MPIDI_PART_RDMA_LINGER_NS ago */
+/* no lock: an RDMA iteration ended less than 1 ms ago, before MPIDI_PART_rdma_linger_ns
+ * (0: none; atomic); the hook then still reads the queues on every call (README 4b) */
 int MPIDI_PART_rdma_lingering(void);
-#define MPIDI_PART_RDMA_LINGER_NS 1000000
-/* Whether the hook reads the queues on this call. Reading them is not free: over
- * libfabric's tcp provider every read is a poll() system call, and the hook runs inside
- * every MPI call that makes progress (measured: one live but idle operation made an
- * unrelated 8-byte ping-pong over shared memory 2.4-7x slower). So the queues are read on
- * every call while an operation is busy and for 1 ms after an iteration ended (operations
- * that iterate more often than that never see the gate: measured, 100 us left partbench's
- * pipelined 1 x 64 KiB over libfabric shm 5 % slower, 1 ms did not), and otherwise on every
- * 1024th call of a thread. That still moves what a peer begins while we are idle (a credit
- * for our next MPI_Start, a connection, a write whose completion waits for our side), and
- * nothing of ours waits on it: an MPI_Start that finds no credit reads the queues itself,
- * MPI_Parrived reads its lane's queue, and a timer's deadline belongs to a running
- * iteration (busy). */
-static inline int MPIDI_PART_rdma_due(void)
-{
-    /* initial-exec: a plain %fs load, no __tls_get_addr call in the waiters' loop */
-    static __thread unsigned skips __attribute__ ((tls_model("initial-exec")));
-    if (MPL_atomic_relaxed_load_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_RDMA_BUSY].v) > 0)
-        return 1;
-    if (unlikely(__atomic_load_n(&MPIDI_PART_global.rdma_linger_ns, __ATOMIC_RELAXED)) &&
-        MPIDI_PART_rdma_lingering())
-        return 1;
-    return (++skips & 1023) == 0;
-}
+extern int64_t MPIDI_PART_rdma_linger_ns;
 /* no lock: release op's RDMA state (offered in the RTS and never planned, or at free) */
 void MPIDI_PART_rdma_release(MPIDI_PART_op_t * op);
 /* no lock (handshake): the peer's FAIL message */

@@ -11,7 +11,8 @@
 #include <stdint.h>
 
 /* 1 and *value = the number when s is a decimal number in lo..hi (0 <= lo, hi <= INT_MAX),
- * else 0 (*value untouched). At most 18 digits are read: longer strings are out of any int range. */
+ * else 0 (*value untouched). At most 18 digits are read: longer strings are out of any int
+ * range. */
 static inline int MPIDI_PART_info_decimal(const char *s, int64_t lo, int64_t hi, int *value)
 {
     int64_t x = 0;

@@ -697,6 +697,23 @@ static inline int poll_backstop(void)
     return (++skips & 63) == 0;
 }
 
+#ifdef MPIDI_CH4_PART_RDMA
+/* Whether this call reads the RDMA completion queues (README 4b): every call while an
+ * operation is busy (part_rdma_busy) or within 1 ms of an iteration's end, otherwise every
+ * 1024th call of a thread. Over libfabric's tcp provider each read is a poll() system call,
+ * which one idle operation used to add to every MPI progress call of the program. */
+static inline int rdma_due(void)
+{
+    static __thread unsigned skips __attribute__ ((tls_model("initial-exec")));
+    if (MPL_atomic_relaxed_load_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_RDMA_BUSY].v) > 0)
+        return 1;
+    if (unlikely(__atomic_load_n(&MPIDI_PART_rdma_linger_ns, __ATOMIC_RELAXED)) &&
+        MPIDI_PART_rdma_lingering())
+        return 1;
+    return (++skips & 1023) == 0;
+}
+#endif
+
 /* ch4's progress, after the netmods (maint/patches/0009): one load when there is nothing
  * to do. */
 int MPIDI_PART_progress(void)
@@ -711,7 +728,7 @@ int MPIDI_PART_progress(void)
         MPIR_ERR_CHECK(mpi_errno);
     }
 #ifdef MPIDI_CH4_PART_RDMA
-    if ((work & MPIDI_PART_WORK_RDMA) && MPIDI_PART_rdma_due()) {
+    if ((work & MPIDI_PART_WORK_RDMA) && rdma_due()) {
         mpi_errno = MPIDI_PART_rdma_progress();
         MPIR_ERR_CHECK(mpi_errno);
     }
