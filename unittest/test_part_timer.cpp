@@ -334,6 +334,43 @@ TEST(PartTimer, GroupRecordsTheSpreadOfItsReadies)
     EXPECT_DOUBLE_EQ(G.g.spread, 1.0);
 }
 
+TEST(PartTimer, OnlyTheCallCompletingABegunGroupMayGoUntimed)
+{
+    Group G(3, 5.0);
+    EXPECT_TRUE(MPIDI_PART_tgroup_timed(&G.g));         // the first sets the deadline
+    EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, 0, MPIDI_PART_TG_UNTIMED, G.buf.data()),
+              MPIDI_PART_TG_ETIME);
+    EXPECT_EQ(G.ready(0, 10.0), Runs{});
+    EXPECT_TRUE(MPIDI_PART_tgroup_timed(&G.g));         // a middle one checks the deadline
+    EXPECT_EQ(MPIDI_PART_tgroup_ready(&G.g, 2, MPIDI_PART_TG_UNTIMED, G.buf.data()),
+              MPIDI_PART_TG_ETIME);
+    EXPECT_EQ(G.ready(2, 11.0), Runs{});
+    EXPECT_FALSE(MPIDI_PART_tgroup_timed(&G.g));        // the last: everything goes
+    EXPECT_EQ(G.ready(1, MPIDI_PART_TG_UNTIMED), (Runs{{0, 3}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+    EXPECT_LT(G.g.spread, 0);                           // not known yet
+    MPIDI_PART_tgroup_end(&G.g, 14.5);
+    EXPECT_DOUBLE_EQ(G.g.spread, 4.5);
+    MPIDI_PART_tgroup_end(&G.g, 99.0);                  // once
+    EXPECT_DOUBLE_EQ(G.g.spread, 4.5);
+
+    // after a deadline fired: the last partition goes alone, untimed, as timed
+    MPIDI_PART_tgroup_reset(&G.g);
+    MPIDI_PART_tgroup_end(&G.g, 20.0);                  // not whole: nothing
+    EXPECT_LT(G.g.spread, 0);
+    EXPECT_EQ(G.ready(1, 20.0), Runs{});
+    EXPECT_EQ(G.ready(0, 26.0), (Runs{{0, 2}}));        // noticed the deadline (25)
+    EXPECT_EQ(G.ready(2, MPIDI_PART_TG_UNTIMED), (Runs{{2, 1}}));
+    MPIDI_PART_tgroup_end(&G.g, 30.0);
+    EXPECT_DOUBLE_EQ(G.g.spread, 10.0);
+
+    // a group of one partition: its only call is its first, always timed
+    Group One(1, 5.0);
+    EXPECT_TRUE(MPIDI_PART_tgroup_timed(&One.g));
+    EXPECT_EQ(One.ready(0, 7.0), (Runs{{0, 1}}));
+    EXPECT_DOUBLE_EQ(One.g.spread, 0.0);
+}
+
 TEST(PartTimer, AdaptiveDeadlineIsTheMedianSpreadWithinBaseAndCapOrHalfTheWindow)
 {
     std::vector<double> v;

@@ -29,6 +29,7 @@ struct MPIDI_PART_rtimer {
     int32_t sparts;             /* the sender's partitions */
     int32_t nready;             /* sender: partitions readied in this iteration (lock) */
     int32_t incomplete;         /* sender: groups not whole in this iteration (lock) */
+    uint32_t iter;              /* sender: MPI_Starts seen (lock) */
     double base_us, cap_us;     /* sender: the PLAN's deadline and the adaptive one's cap */
     double *spreads;            /* sender: scratch for MPIDI_PART_timer_adapt, or NULL
                                  * (fixed deadline) */
@@ -315,6 +316,7 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
         MPIDI_PART_tgroup_reset(&t->g[m]);
     t->nready = 0;
     t->incomplete = t->ngroups;
+    t->iter++;
     memset(t->wdone, 0, sizeof(int32_t) * t->ngroups);
     __atomic_store_n(&t->active, 1, __ATOMIC_RELEASE);  /* read by MPI_Pready without the lock */
     t->armed = armed;
@@ -334,13 +336,20 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
     int32_t w[2 * MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];     /* p's group, and
                                                                          * the last one's */
     int32_t m = p / t->ppg, n = 0;
-    int err;
+    int err, closed = 0;
+    uint32_t iter = 0;
 
     MPID_Thread_mutex_lock(&t->lock, &err);
     if (t->armed) {     /* before the credit, MPIDI_PART_rtimer_arm counts p */
         MPIDI_PART_tgroup_t *g = &t->g[m];
+        /* p completing a group already begun goes without a clock read; the group's
+         * spread (for the adaptive deadline) is taken once its writes are posted */
+        int timed = MPIDI_PART_tgroup_timed(g);
         int32_t nr = MPIDI_PART_tgroup_ready(g, p - m * t->ppg,
-                                             MPIDI_PART_now_ns() / 1000.0, runs);
+                                             timed ? MPIDI_PART_now_ns() / 1000.0 :
+                                             MPIDI_PART_TG_UNTIMED, runs);
+        closed = !timed && nr >= 0 && t->spreads != NULL;
+        iter = t->iter;
         count_ready(t, g, nr);
         if (nr > 0)
             n = runs_to_writes(op, t, m, runs, nr, w);
@@ -355,6 +364,13 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
     }
     MPID_Thread_mutex_unlock(&t->lock, &err);
     int mpi_errno = send_writes(op, w, n, MPI_SUCCESS);
+    if (closed) {
+        double now = MPIDI_PART_now_ns() / 1000.0;
+        MPID_Thread_mutex_lock(&t->lock, &err);
+        if (t->iter == iter)    /* not if the iteration completed and a new one began */
+            MPIDI_PART_tgroup_end(&t->g[m], now);
+        MPID_Thread_mutex_unlock(&t->lock, &err);
+    }
     int err2 = MPIDI_PART_rtimer_progress();    /* other groups' deadlines */
     return mpi_errno ? mpi_errno : err2;
 }

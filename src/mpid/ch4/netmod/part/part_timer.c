@@ -66,12 +66,14 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
         return MPIDI_PART_TG_EINVAL;
     if (g->state[p] != MPIDI_PART_TG_IDLE)
         return MPIDI_PART_TG_ETWICE;
+    if (now < 0 && MPIDI_PART_tgroup_timed(g))
+        return MPIDI_PART_TG_ETIME;
     if (g->pending++ == 0)
         g->deadline = now + g->timeout;
     if (g->nready++ == 0)
         g->first = now;
-    if (g->nready == g->nparts)
-        g->spread = now - g->first;
+    if (g->nready == g->nparts && now >= 0)
+        g->spread = now - g->first;     /* untimed: MPIDI_PART_tgroup_end */
     g->state[p] = MPIDI_PART_TG_READY;
     /* the group is complete (everything waiting goes now), or the deadline passed
      * unnoticed (no tick since): this call fires, p included */

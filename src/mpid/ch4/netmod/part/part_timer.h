@@ -68,6 +68,7 @@ typedef struct MPIDI_PART_tgroup {
 /* Errors of MPIDI_PART_tgroup_ready (the result is otherwise the number of runs) */
 #define MPIDI_PART_TG_EINVAL (-1)       /* partition outside the group */
 #define MPIDI_PART_TG_ETWICE (-2)       /* partition already ready in this iteration */
+#define MPIDI_PART_TG_ETIME (-3)        /* MPIDI_PART_TG_UNTIMED where the time is needed */
 
 /* state: nparts bytes owned by the caller. The group starts reset. */
 void MPIDI_PART_tgroup_init(MPIDI_PART_tgroup_t * g, int32_t nparts, uint8_t * state,
@@ -79,9 +80,31 @@ void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g);
 /* Partition p (0..nparts-1) became ready at now. Writes the writes to send now into runs
  * (room for MPIDI_PART_TG_MAX_RUNS(nparts)) and returns how many: 0 (wait), the maximal
  * runs of what waits when p completes the group (the whole group {0, nparts} when nothing
- * went before) or when this call notices the deadline; or an MPIDI_PART_TG_E* error. */
+ * went before) or when this call notices the deadline; or an MPIDI_PART_TG_E* error.
+ * now may be MPIDI_PART_TG_UNTIMED when MPIDI_PART_tgroup_timed(g) is 0 (see there). */
 int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
                                 MPIDI_PART_run_t * runs);
+
+/* "now" not read: only for a call that completes a group already begun. */
+#define MPIDI_PART_TG_UNTIMED (-1.0)
+
+/* Whether readying one more partition of g needs the time. Not when it completes a group
+ * whose first partition was readied before: everything waiting goes at once whatever the
+ * deadline, so the call may post its writes without reading the clock (a clock read is
+ * about 20 ns, a third of what the timer adds to such an MPI_Pready on this machine) and
+ * give the group its spread afterwards (MPIDI_PART_tgroup_end). */
+static inline int MPIDI_PART_tgroup_timed(const MPIDI_PART_tgroup_t * g)
+{
+    return g->nready == 0 || g->nready + 1 < g->nparts;
+}
+
+/* The group was completed by an untimed MPIDI_PART_tgroup_ready; now is when (read after
+ * its writes were posted): records its spread. Nothing otherwise. */
+static inline void MPIDI_PART_tgroup_end(MPIDI_PART_tgroup_t * g, double now)
+{
+    if (g->nready == g->nparts && g->spread < 0 && now >= 0)
+        g->spread = now - g->first;
+}
 
 /* Progress: if partitions wait and their deadline has passed, fire: write every maximal
  * run of ready-unsent partitions into runs, mark them sent, return how many. Otherwise 0. */
