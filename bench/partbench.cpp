@@ -83,7 +83,8 @@ const char *USAGE = R"(partbench: MPI partitioned-communication benchmark (2 ran
                      print a note and exit with the run's status (MPICH 4.0.2's ch4:ucx
                      finalize can hang over TCP, in both libraries)
   --corrupt          self-test: spoil one byte per run; verification must fail (exit 2)
-  --dump             print every timed iteration's time (us) of every attempt
+  --dump             print every timed iteration's time (us) of every attempt, and its time
+                     from the last partition ready to the receiver's completion
   --thread-hint      part variant: info key mpich_part_thread_partitions = theta (each
                      thread's partitions share a VCI when MPIR_CVAR_CH4_NUM_VCIS > 1)
 )";
@@ -759,6 +760,11 @@ int run_pipelined(const Options &o, MPI_Comm world, Recorder &rec, MpiT &mpit, T
                                 std::printf("    attempt %d (%s %s):", attempts, s.name.c_str(),
                                             size_str(c.bytes).c_str());
                                 for (double x : comm_us)
+                                    std::printf(" %.2f", x);
+                                std::printf("\n    attempt %d (%s %s) after last ready:",
+                                            attempts, s.name.c_str(),
+                                            size_str(c.bytes).c_str());
+                                for (double x : pb_us)
                                     std::printf(" %.2f", x);
                                 std::printf("\n");
                             }

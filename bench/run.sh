@@ -337,7 +337,7 @@ count_launches() { printf '%s\n' "$1" | awk -F'|' -v nlib="${2:-1}" \
 nl=$(count_launches "$configs" "$nlib")
 nx=$(count_launches "$xfail")
 total=$(( nl * rounds + nx ))
-[ "$mode" = smoke ] && total=$((total + 1))     # idle-tax
+[ "$mode" = smoke ] && total=$((total + 2))     # idle-tax, pready-cost
 rm -f "$OUT/results.csv" "$OUT/meta.txt" "$OUT"/logs/run-*.log
 {
     echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -503,6 +503,28 @@ if [ "$mode" = smoke ]; then
         fails=$((fails + 1))
         failed_list="$failed_list ours:idle-tax"
         say "    FAILED: idle-tax (log $log)"
+        tail -5 "$log" | sed 's/^/      /'
+    fi
+fi
+
+# pready_cost.cpp (what the sender's MPI_Pready* calls cost per aggregator; run by hand,
+# bench/results/2026-11-27-timer-calls): in the smoke run, built and run briefly over the
+# RDMA transport (shm), with MPI_Pready_range over chunks so the timer's batched path runs,
+# every byte checked
+if [ "$mode" = smoke ]; then
+    k=$((k + 1))
+    say "[$k/$total] ours pready-cost (bench/pready_cost.cpp, RDMA over shm, none and timer)"
+    log=$OUT/logs/pready-cost.log
+    if "$PREFIX/bin/mpicxx" $CXXFLAGS "$here/pready_cost.cpp" "$here/common.cpp" -o "$OUT/build/pready_cost" > "$log" 2>&1 &&
+        env MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm \
+            timeout 120 "$PREFIX/bin/mpiexec" -n 2 "$OUT/build/pready_cost" --iters 60 \
+            --warmup 10 --chunk 8 < /dev/null >> "$log" 2>&1 && grep -q "^  timer " "$log"; then
+        passed=$((passed + 1))
+        say "    $(grep '^  timer' "$log" | tr -s ' ')"
+    else
+        fails=$((fails + 1))
+        failed_list="$failed_list ours:pready-cost"
+        say "    FAILED: pready-cost (log $log)"
         tail -5 "$log" | sed 's/^/      /'
     fi
 fi

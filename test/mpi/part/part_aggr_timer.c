@@ -10,7 +10,9 @@
  * checks only the data (an iteration started before the receiver's PLAN arrived does not use
  * the timer); the others cycle through three patterns (four with "tail"):
  *
- *   together  every partition readied at once
+ *   together  every partition readied at once: by one MPI_Pready_range, or every other
+ *             time by one MPI_Pready_list in reverse order that names the first of them
+ *             again at its end (it must fail with MPI_ERR_ARG, the others readied)
  *   early     only the sender partitions of the first gcd-message readied; the receiver must
  *             see MPI_Parrived become true for its partitions of that gcd-message (within
  *             10 s) while every other partition stays false, with their bytes already right;
@@ -306,7 +308,25 @@ int main(int argc, char *argv[])
             unsigned long long m0 = pv_read("part_wire_msgs_sent");
             MPI_Start(&req);
             MPI_Recv(&dummy, 1, MPI_INT, 1, 0, ctl, MPI_STATUS_IGNORE);
-            if (pat == TOGETHER) {
+            if (pat == TOGETHER && (it / npat) % 2) {
+                /* every partition in one MPI_Pready_list, last first, then the first again:
+                 * the call readies them all (one lock and one clock read for the call on a
+                 * timer operation) and fails on the repeat with MPI_ERR_ARG */
+                int *list = malloc((spart + 1) * sizeof(int));
+                for (int p = 0; p < spart; p++)
+                    list[p] = spart - 1 - p;
+                list[spart] = spart - 1;
+                MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+                int err = MPI_Pready_list(spart + 1, list, req), cls = MPI_SUCCESS;
+                MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+                MPI_Error_class(err, &cls);
+                if (cls != MPI_ERR_ARG) {
+                    fprintf(stderr, "iter %d: MPI_Pready_list with partition %d twice: class "
+                            "%d, expected MPI_ERR_ARG\n", it, spart - 1, cls);
+                    errs++;
+                }
+                free(list);
+            } else if (pat == TOGETHER) {
                 MPI_Pready_range(0, spart - 1, req);
             } else if (pat == PACED) {
                 double first = MPI_Wtime();

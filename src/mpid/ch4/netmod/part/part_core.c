@@ -691,16 +691,22 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
     /* i < n: the plan is installed and seen (the state's acquire load, or the lock above),
      * so is timer_ns, which the sender sets before installing it (ThreadSanitizer) */
     if (i < n && unlikely(op->timer_ns >= 0) && MPIDI_PART_rtimer_active(op)) {
-        /* the timer aggregator decides what goes (part_rdma_timer.c) */
+        /* the timer aggregator decides what goes (part_rdma_timer.c), once for the call's
+         * partitions up to the first readied twice */
+        int first = i, twice = -1;
         for (; i < n; i++) {
             int p = list ? list[i] : lo + i;
             if (MPIDI_PART_st_ready(&op->st, p) == MPIDI_PART_READY_TWICE) {
-                mpi_errno = ready_twice_error(p);
-                goto fn_fail;
+                twice = p;
+                break;
             }
-            mpi_errno = MPIDI_PART_rtimer_ready(op, p, i == n - 1);
-            MPIR_ERR_CHECK(mpi_errno);
         }
+        if (i > first)
+            mpi_errno = MPIDI_PART_rtimer_ready(op, i - first, lo + first,
+                                                list ? list + first : NULL);
+        if (twice >= 0)
+            mpi_errno = ready_twice_error(twice);
+        MPIR_ERR_CHECK(mpi_errno);
     }
 #endif
     for (; i < n; i++) {

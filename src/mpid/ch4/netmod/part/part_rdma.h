@@ -106,9 +106,10 @@ void MPIDI_PART_rtimer_free(MPIDI_PART_op_t * op);
 void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed);
 /* Whether the running iteration of sender op goes through the timer. */
 int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op);
-/* Sender: partition p was readied (its flag is set): send what the timer says. last_of_call:
- * p is the last partition of its MPI_Pready* call. */
-int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call);
+/* Sender: the n partitions of one MPI_Pready* call were readied (their flags are set):
+ * list[0..n), or lo..lo+n-1 when list is NULL. Sends what the timer says, under one lock
+ * and at most one clock read for the call. */
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list);
 /* Sender: this iteration's credit came: the partitions readied before it count now. */
 int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op);
 /* Engine lock held, receiver: a timer write arrived (low: the immediate's low bits).

@@ -329,46 +329,72 @@ int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op)
     return t && op->is_send && __atomic_load_n(&t->active, __ATOMIC_ACQUIRE);
 }
 
-int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int p, int last_of_call)
+/* Room for the writes one MPI_Pready* call decides before it posts them: a partition's
+ * group may fire all its runs (at most MPIDI_PART_TG_MAX_RUNS of 64 partitions), and the
+ * call's end adds its group's and the last group's; the call posts what it has decided
+ * whenever less room than two groups' runs is left. */
+#define CALL_WRITES 128
+#define CALL_CLOSED 8
+
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
-    int32_t w[2 * MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];     /* p's group, and
-                                                                         * the last one's */
-    int32_t m = p / t->ppg, n = 0;
-    int err, closed = 0;
-    uint32_t iter = 0;
+    int32_t w[CALL_WRITES];
+    int32_t closed[CALL_CLOSED];        /* groups completed without a clock read */
+    int32_t m = 0;
+    int nw = 0, nclosed = 0, err, mpi_errno = MPI_SUCCESS;
+    uint32_t iter;
+    double now = -1;    /* one clock read per call, when a partition needs it */
 
     MPID_Thread_mutex_lock(&t->lock, &err);
-    if (t->armed) {     /* before the credit, MPIDI_PART_rtimer_arm counts p */
+    iter = t->iter;
+    for (int i = 0; t->armed && i < n; i++) {   /* before the credit, rtimer_arm counts them */
+        int p = list ? list[i] : lo + i;
+        m = p / t->ppg;
         MPIDI_PART_tgroup_t *g = &t->g[m];
-        /* p completing a group already begun goes without a clock read; the group's
-         * spread (for the adaptive deadline) is taken once its writes are posted */
-        int timed = MPIDI_PART_tgroup_timed(g);
-        int32_t nr = MPIDI_PART_tgroup_ready(g, p - m * t->ppg,
-                                             timed ? MPIDI_PART_now_ns() / 1000.0 :
-                                             MPIDI_PART_TG_UNTIMED, runs);
-        closed = !timed && nr >= 0 && t->spreads != NULL;
-        iter = t->iter;
+        double at = now;
+        if (at < 0) {
+            /* the partition that completes a group already begun needs no time: its
+             * writes go before the clock is read for the group's spread (the adaptive
+             * deadline's input, t->spreads) */
+            if (MPIDI_PART_tgroup_timed(g) || (t->spreads && nclosed == CALL_CLOSED))
+                at = now = MPIDI_PART_now_ns() / 1000.0;
+            else
+                at = MPIDI_PART_TG_UNTIMED;
+        }
+        int32_t nr = MPIDI_PART_tgroup_ready(g, p - m * t->ppg, at, runs);
+        if (at < 0 && nr >= 0 && t->spreads)
+            closed[nclosed++] = m;
         count_ready(t, g, nr);
         if (nr > 0)
-            n = runs_to_writes(op, t, m, runs, nr, w);
-        /* the call's end: a hurried group sends what the call readied; one group of the
-         * operation left incomplete now hurries (a call that readies everything sends
-         * whole groups as before) */
-        if (last_of_call) {
-            n += runs_to_writes(op, t, m, runs, MPIDI_PART_tgroup_call_end(g, runs), w + n);
-            n += last_group(op, t, m, runs, w + n);
-        }
+            nw += runs_to_writes(op, t, m, runs, nr, w + nw);
         note_deadline(g);
+        if (nw > CALL_WRITES - 2 * MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)) {
+            /* no room for another group's runs and the call's end: post what is decided */
+            MPID_Thread_mutex_unlock(&t->lock, &err);
+            mpi_errno = send_writes(op, w, nw, mpi_errno);
+            nw = 0;
+            MPID_Thread_mutex_lock(&t->lock, &err);
+        }
+    }
+    if (t->armed && n > 0) {
+        /* the call's end: a hurried group sends what the call readied; one group of the
+         * operation left incomplete now hurries (a call that readies everything sends whole
+         * groups as before) */
+        nw += runs_to_writes(op, t, m, runs, MPIDI_PART_tgroup_call_end(&t->g[m], runs),
+                             w + nw);
+        nw += last_group(op, t, m, runs, w + nw);
+        note_deadline(&t->g[m]);
     }
     MPID_Thread_mutex_unlock(&t->lock, &err);
-    int mpi_errno = send_writes(op, w, n, MPI_SUCCESS);
-    if (closed) {
-        double now = MPIDI_PART_now_ns() / 1000.0;
+    mpi_errno = send_writes(op, w, nw, mpi_errno);
+    if (nclosed) {
+        now = MPIDI_PART_now_ns() / 1000.0;
         MPID_Thread_mutex_lock(&t->lock, &err);
-        if (t->iter == iter)    /* not if the iteration completed and a new one began */
-            MPIDI_PART_tgroup_end(&t->g[m], now);
+        for (int i = 0; i < nclosed && t->iter == iter; i++)    /* not once a new iteration
+                                                                 * began */
+            MPIDI_PART_tgroup_end(&t->g[closed[i]], now);
         MPID_Thread_mutex_unlock(&t->lock, &err);
     }
     int err2 = MPIDI_PART_rtimer_progress();    /* other groups' deadlines */
