@@ -555,7 +555,12 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         op->tp->iter_reset(op);
     MPIDI_PART_LOCK();
     unpoll(op); /* the hook no longer looks at the previous iteration's messages */
-    if (unlikely(op->replan_iter) && op->st.iter + 1 == op->replan_iter)
+    /* a receiver's match may clear replan_iter (atomically, outside the lock) and set
+     * op->tp (under it) while this start runs (ThreadSanitizer, part_race_cts_start): both
+     * are read here once, under the lock */
+    replan_iter = __atomic_load_n(&op->replan_iter, __ATOMIC_RELAXED);
+    const struct MPIDI_PART_transport *tp = op->tp;
+    if (unlikely(replan_iter) && op->st.iter + 1 == replan_iter)
         send_layout = MPIDI_PART_replan_locked(op, op->is_send ? &plan : NULL);
     *action = MPIDI_PART_st_start(&op->st, 0);
     if (*action == MPIDI_PART_START_RUN && op->is_send && op->tp->always_armed(op)) {
@@ -573,9 +578,10 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
     }
 #endif
     MPIDI_PART_UNLOCK();
-    /* the request is not active yet: nothing reads the previous iteration's messages */
-    if (op->tp && !reset_early)
-        op->tp->iter_reset(op);
+    /* the request is not active yet: nothing reads the previous iteration's messages (an
+     * operation planned only after the lock was released has none) */
+    if (tp && !reset_early)
+        tp->iter_reset(op);
     if (send_layout) {
         mpi_errno = MPIDI_PART_send_layout(op);
         MPIR_ERR_CHECK(mpi_errno);

@@ -375,6 +375,7 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
             MPID_Thread_mutex_unlock(&t->lock, &err);
             mpi_errno = send_writes(op, w, nw, mpi_errno);
             nw = 0;
+            now = -1;   /* posting took time: the next partition that needs it reads again */
             MPID_Thread_mutex_lock(&t->lock, &err);
         }
     }
