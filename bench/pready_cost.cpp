@@ -12,7 +12,10 @@
 // warm-up of the time of all ready calls of an iteration, and of its last call.
 //
 //   pready_cost [--parts P] [--bytes B] [--iters N] [--warmup W] [--chunk K]
-//               [--aggr none,timer,...]
+//               [--threads T] [--aggr none,timer,...]
+// With T threads each readies its own block of P / T partitions at the same time (the last
+// one the rest); "all calls" then includes the threads' hand-off and join (the same for
+// every aggregator), and no "last call" is printed.
 // The transport is whatever the environment selects (the timer aggregator applies on the
 // RDMA transports: MPIR_CVAR_PART_TRANSPORT=ofi|verbs).
 // Build: mpicxx -std=c++17 -pthread bench/pready_cost.cpp bench/common.cpp
@@ -32,7 +35,7 @@
 namespace {
 
 struct Options {
-    int parts = 32, iters = 2000, warmup = 100, chunk = 1;
+    int parts = 32, iters = 2000, warmup = 100, chunk = 1, threads = 1;
     long bytes = 512;   // per partition
     std::vector<std::string> aggr{"none", "timer"};
 };
@@ -88,6 +91,8 @@ int main(int argc, char **argv)
             o.warmup = std::atoi(v.c_str());
         else if (a == "--chunk")
             o.chunk = std::atoi(v.c_str());
+        else if (a == "--threads")
+            o.threads = std::atoi(v.c_str());
         else if (a == "--aggr") {
             o.aggr.clear();
             std::stringstream ss(v);
@@ -100,14 +105,20 @@ int main(int argc, char **argv)
         }
     }
     if (size != 2 || o.parts < 1 || o.bytes < 1 || o.chunk < 1 || o.warmup < 0 ||
-        o.iters <= o.warmup || o.aggr.empty()) {
+        o.iters <= o.warmup || o.aggr.empty() || o.threads < 1 || o.threads > o.parts) {
         if (rank == 0)
             std::fprintf(stderr, "pready_cost: run with 2 ranks; parts, bytes, chunk >= 1, "
-                                 "iters > warmup >= 0, one aggregator or more\n");
+                                 "1 <= threads <= parts, iters > warmup >= 0, one aggregator "
+                                 "or more\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
     const size_t total = static_cast<size_t>(o.parts) * static_cast<size_t>(o.bytes);
+    // --threads T: T threads (the caller and T - 1 more, partbench's Team) each ready their
+    // own block of partitions at once, in every iteration
+    std::unique_ptr<pb::Team> team;
+    if (o.threads > 1 && rank == 0)
+        team = std::make_unique<pb::Team>(o.threads, false, rank, 100.0);
     std::vector<Op> ops(o.aggr.size());
     for (size_t k = 0; k < ops.size(); k++) {
         Op &op = ops[k];
@@ -136,19 +147,30 @@ int main(int argc, char **argv)
             if (rank == 0) {
                 pb::fill_pattern(op.buf.data(), total, 0, seed);
                 double t_last = 0;
+                auto ready = [&](int lo, int end) {     // partitions [lo, end)
+                    for (int p = lo; p < end; p += o.chunk) {
+                        const int hi = std::min(end, p + o.chunk) - 1;
+                        if (!team)
+                            t_last = now_ns();
+                        if (o.chunk == 1)
+                            MPI_Pready(p, op.req);
+                        else
+                            MPI_Pready_range(p, hi, op.req);
+                    }
+                };
                 const double t0 = now_ns();
-                for (int p = 0; p < o.parts; p += o.chunk) {
-                    const int hi = std::min(o.parts, p + o.chunk) - 1;
-                    t_last = now_ns();
-                    if (o.chunk == 1)
-                        MPI_Pready(p, op.req);
-                    else
-                        MPI_Pready_range(p, hi, op.req);
-                }
+                if (team)
+                    team->run([&](int tid) {
+                        const int per = o.parts / o.threads;
+                        ready(tid * per, tid == o.threads - 1 ? o.parts : (tid + 1) * per);
+                    });
+                else
+                    ready(0, o.parts);
                 const double t1 = now_ns();
                 if (it >= o.warmup) {
                     op.all_ns.push_back(t1 - t0);
-                    op.last_ns.push_back(t1 - t_last);
+                    if (!team)
+                        op.last_ns.push_back(t1 - t_last);
                 }
                 MPI_Wait(&op.req, MPI_STATUS_IGNORE);
             } else {
@@ -159,15 +181,18 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0) {
-        std::printf("pready_cost: %d partitions of %ld B, %s, %d iterations after %d of "
-                    "warm-up; median ns per iteration\n",
-                    o.parts, o.bytes,
+        std::printf("pready_cost: %d partitions of %ld B, %d thread(s), %s, %d iterations after "
+                    "%d of warm-up; median ns per iteration\n",
+                    o.parts, o.bytes, o.threads,
                     o.chunk == 1 ? "one MPI_Pready each"
                                  : ("MPI_Pready_range of " + std::to_string(o.chunk)).c_str(),
                     o.iters - o.warmup, o.warmup);
         for (const Op &op : ops)
-            std::printf("  %-8s all calls %9.0f   last call %8.0f\n", op.aggr.c_str(),
-                        median(op.all_ns), median(op.last_ns));
+            if (op.last_ns.empty())
+                std::printf("  %-8s all calls %9.0f\n", op.aggr.c_str(), median(op.all_ns));
+            else
+                std::printf("  %-8s all calls %9.0f   last call %8.0f\n", op.aggr.c_str(),
+                            median(op.all_ns), median(op.last_ns));
     }
     for (Op &op : ops)
         MPI_Request_free(&op.req);
