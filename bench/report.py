@@ -578,10 +578,12 @@ def plot_all(d, outdir):
         plt.close(fig)
         made.append(p)
 
-    # aggregators (agg-<aggregator>-<N>): T_ours/T_stock per partition count
-    p = report_aggr.plot(report_aggr.points(d, ratio), outdir, plt)
-    if p:
-        made.append(p)
+    # aggregators (agg-[rdma-]<aggregator>-<N>): T_ours/T_stock per partition count, one
+    # plot per transport
+    for rdma in (False, True):
+        p = report_aggr.plot(report_aggr.points(d, ratio, rdma), outdir, plt, rdma)
+        if p:
+            made.append(p)
     return made
 
 
@@ -1106,6 +1108,7 @@ def main():
             plots.append(p)
     text = summary(d, meta_text, args, plots)
     text += report_aggr.section(report_aggr.points(d, ratio), human, fr)
+    text += report_aggr.section(report_aggr.points(d, ratio, True), human, fr, True)
     text += report_aggr.ab_section(os.path.join(args.out, "results.csv"), human)
     if emu:
         text += ("\n## Verbs transport on the emulator (correctness only)\n\n%d points of %s "

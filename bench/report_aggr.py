@@ -1,17 +1,19 @@
-"""report_aggr.py: the aggregator comparison of report.py (rows agg-<aggregator>-<N>).
+"""report_aggr.py: the aggregator comparison of report.py (rows agg-<aggregator>-<N> on the
+tag transport, agg-rdma-<aggregator>-<N> on the RDMA transport over libfabric shm).
 
 Seed 000's overhead comparison: the overhead pattern (4 threads, N partitions in all, 1 ms
 compute, one late thread) under each aggregator of our library (none: no merging; fixed:
-MPIR_CVAR_PART_AGGR_SIZE=65536; ploggp: MPIR_CVAR_PART_AGGREGATOR=ploggp), each configuration
-run against stock MPICH in its own launches (ours and stock alternating). Per point: the
-ratio T_ours(part) / T_stock(part) with its approximate 95 % interval, our perceived
-bandwidth and our wire messages per iteration.
+MPIR_CVAR_PART_AGGR_SIZE=65536; ploggp: MPIR_CVAR_PART_AGGREGATOR=ploggp; timer:
+MPIR_CVAR_PART_AGGREGATOR=timer, RDMA only), each configuration run against stock MPICH in
+its own launches (ours and stock alternating). Per point: the ratio T_ours(part) /
+T_stock(part) with its approximate 95 % interval, our perceived bandwidth and our wire
+messages per iteration. One table and one plot per transport.
 """
 import os
 import re
 
 AGGREGATORS = ["none", "fixed", "ploggp", "timer"]
-CONFIG = re.compile(r"^agg-(%s)-(\d+)$" % "|".join(AGGREGATORS))
+CONFIG = re.compile(r"^agg-(rdma-)?(%s)-(\d+)$" % "|".join(AGGREGATORS))
 STYLE = {"none": "-o", "fixed": "-s", "ploggp": "-^", "timer": "-v"}
 
 
@@ -25,14 +27,15 @@ def save(fig, plt, outdir, name, title):
     return path
 
 
-def points(d, ratio):
-    """[(nparts, aggregator, noise %, bytes, ours row, stock row, ratio (v, h) or None)]"""
+def points(d, ratio, rdma=False):
+    """[(nparts, aggregator, noise %, bytes, ours row, stock row, ratio (v, h) or None)] of
+    the tag transport's rows, or of the RDMA transport's (rdma)"""
     out = []
     for cfg in sorted({r["config"] for r in d.rows}):
         m = CONFIG.match(cfg)
-        if not m:
+        if not m or bool(m.group(1)) != rdma:
             continue
-        agg, n = m.group(1), int(m.group(2))
+        agg, n = m.group(2), int(m.group(3))
         for o in d.get(config=cfg, lib="ours", variant="part"):
             s = d.one(config=cfg, lib="stock", variant="part", bytes=o["bytes"],
                       noise_pct=o["noise_pct"], noise_model=o["noise_model"])
@@ -41,9 +44,10 @@ def points(d, ratio):
     return out
 
 
-def plot(pts, outdir, plt):
+def plot(pts, outdir, plt, rdma=False):
     """one panel per partition count: T_ours/T_stock against total bytes, a line per
-    aggregator and noise level; the path of the PNG, or None without points"""
+    aggregator and noise level; the path of the PNG (aggregators.png, or
+    aggregators_rdma.png for the RDMA transport's points), or None without points"""
     if not pts:
         return None
     ns = sorted({p[0] for p in pts})
@@ -67,22 +71,26 @@ def plot(pts, outdir, plt):
         ax.set_title("%d partitions (4 threads), 1 ms compute" % n, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    return save(fig, plt, outdir, "aggregators.png",
-                "aggregators of our library vs stock MPICH 4.0.2, overhead pattern "
-                "(< 1: ours faster; bars: 95% interval)")
+    return save(fig, plt, outdir, "aggregators_rdma.png" if rdma else "aggregators.png",
+                "aggregators of our library%s vs stock MPICH 4.0.2, overhead pattern "
+                "(< 1: ours faster; bars: 95%% interval)"
+                % (" (RDMA transport over libfabric shm)" if rdma else ""))
 
 
-def section(pts, human, frm_ratio):
+def section(pts, human, frm_ratio, rdma=False):
     """the markdown section, '' without points"""
     if not pts:
         return ""
-    lines = ["", "## Aggregators: seed 000's overhead comparison", "",
+    lines = ["", "## Aggregators: seed 000's overhead comparison%s"
+             % (" on the RDMA transport" if rdma else ""), "",
              "Overhead pattern, 4 threads, N partitions in all, 1 ms compute, one late thread "
              "(noise model single). Our library under each aggregator (none: no merging; fixed: "
-             "MPIR_CVAR_PART_AGGR_SIZE=65536; ploggp: MPIR_CVAR_PART_AGGREGATOR=ploggp), each "
-             "configuration against stock MPICH in its own alternating launches. Cells: "
-             "T_ours/T_stock (mean ± 95 %), our perceived bandwidth, our wire messages per "
-             "iteration.", "",
+             "MPIR_CVAR_PART_AGGR_SIZE=65536; ploggp: MPIR_CVAR_PART_AGGREGATOR=ploggp; timer: "
+             "MPIR_CVAR_PART_AGGREGATOR=timer), each configuration against stock MPICH in its "
+             "own alternating launches%s. Cells: T_ours/T_stock (mean ± 95 %%), our perceived "
+             "bandwidth, our wire messages (RDMA: writes) per iteration."
+             % (", ours over the RDMA transport (MPIR_CVAR_PART_TRANSPORT=ofi, libfabric's "
+                "shm provider)" if rdma else ""), "",
              "| N | noise | bytes | " + " | ".join(a for a in AGGREGATORS
                                                    if any(p[1] == a for p in pts)) + " |",
              "|---|---|---|" + "---|" * len({p[1] for p in pts})]

@@ -179,6 +179,9 @@ none="--ours-env=MPIR_CVAR_PART_AGGREGATOR=none"
 # aggregator applies (seed 000's perceived-bandwidth comparison: 1 ms compute, one late
 # thread with 1 % and 4 % noise; wire_sent_per_iter counts writes there)
 timer="--ours-env=MPIR_CVAR_PART_AGGREGATOR=timer"
+# (agg-rdma-fixed-*: MPIR_CVAR_PART_AGGREGATOR=size with 64 KiB, a fixed merge whose groups
+# always go whole; under the default the same size would make timer groups)
+size="--ours-env=MPIR_CVAR_PART_AGGREGATOR=size"
 # agg-rdma-burst-*: the same with seed 000's ready pattern (--ready burst: a thread computes,
 # then readies all its partitions back to back; the default spreads them over the compute)
 # ab-rdma-*: the timer against no aggregation in ONE process, iteration by iteration (the
@@ -298,6 +301,12 @@ agg-rdma-timer-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --v
 agg-rdma-none-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $none
 agg-rdma-ploggp-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $ploggp
 agg-rdma-timer-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer
+agg-rdma-none-4|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $none
+agg-rdma-fixed-4|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 65536 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $size
+agg-rdma-ploggp-4|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $ploggp
+agg-rdma-timer-4|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 1 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer
+agg-rdma-fixed-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 65536 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $size
+agg-rdma-fixed-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 65536 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $size
 agg-rdma-timer100-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=100
 agg-rdma-timer100-128|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 32 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=100
 agg-rdma-timer500-32|--sizes|64K,1M,4M|--pattern overhead --threads 4 --theta 8 --variants part --aggr 0 --compute-us 1000 --noise-model single --noise 1,4 $rdma_shm $timer --ours-env=MPIR_CVAR_PART_AGGR_TIMEOUT_US=500
