@@ -495,47 +495,43 @@ $configs
 EOF
 done
 
-# idle_tax.cpp (a live idle partitioned operation against an unrelated ping-pong; run by
-# hand, bench/results/2026-11-27-idle-tax): in the smoke run, built and run briefly over the
-# RDMA transport (tcp;ofi_rxm), every message checked, so that it cannot rot
-if [ "$mode" = smoke ]; then
+# The separate small benchmarks, built and run briefly in the smoke run so that they cannot
+# rot (every message and byte checked; run by hand for results):
+#   smoke_tool NAME SOURCE DESCRIPTION RESULT_REGEX ENV... -- ARGS...
+# builds bench/SOURCE with common.cpp, runs it on 2 ranks with ENV, and passes when it exits
+# 0 and prints a line matching RESULT_REGEX (that line is shown).
+smoke_tool() {
+    local name=$1 src=$2 what=$3 result=$4 envs=() log
+    shift 4
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
     k=$((k + 1))
-    say "[$k/$total] ours idle-tax (bench/idle_tax.cpp, RDMA over tcp;ofi_rxm, 2 rounds)"
-    log=$OUT/logs/idle-tax.log
-    if "$PREFIX/bin/mpicxx" $CXXFLAGS "$here/idle_tax.cpp" "$here/common.cpp" -o "$OUT/build/idle_tax" > "$log" 2>&1 &&
-        env MPIR_CVAR_PART_TRANSPORT=ofi "MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm" \
-            timeout 120 "$PREFIX/bin/mpiexec" -n 2 "$OUT/build/idle_tax" --rounds 2 \
-            --pingpongs 500 < /dev/null >> "$log" 2>&1 && grep -q "^median live/freed" "$log"; then
+    say "[$k/$total] ours $name (bench/$src, $what)"
+    log=$OUT/logs/$name.log
+    if "$PREFIX/bin/mpicxx" $CXXFLAGS "$here/$src" "$here/common.cpp" -o "$OUT/build/$name" > "$log" 2>&1 &&
+        env "${envs[@]}" timeout 120 "$PREFIX/bin/mpiexec" -n 2 "$OUT/build/$name" "$@" \
+            < /dev/null >> "$log" 2>&1 && grep -q "$result" "$log"; then
         passed=$((passed + 1))
-        say "    $(grep '^median' "$log")"
+        say "    $(grep "$result" "$log" | tr -s ' ')"
     else
         fails=$((fails + 1))
-        failed_list="$failed_list ours:idle-tax"
-        say "    FAILED: idle-tax (log $log)"
+        failed_list="$failed_list ours:$name"
+        say "    FAILED: $name (log $log)"
         tail -5 "$log" | sed 's/^/      /'
     fi
-fi
-
-# pready_cost.cpp (what the sender's MPI_Pready* calls cost per aggregator; run by hand,
-# bench/results/2026-11-27-timer-calls): in the smoke run, built and run briefly over the
-# RDMA transport (shm), with MPI_Pready_range over chunks so the timer's batched path runs,
-# every byte checked
+}
 if [ "$mode" = smoke ]; then
-    k=$((k + 1))
-    say "[$k/$total] ours pready-cost (bench/pready_cost.cpp, RDMA over shm, none and timer)"
-    log=$OUT/logs/pready-cost.log
-    if "$PREFIX/bin/mpicxx" $CXXFLAGS "$here/pready_cost.cpp" "$here/common.cpp" -o "$OUT/build/pready_cost" > "$log" 2>&1 &&
-        env MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm \
-            timeout 120 "$PREFIX/bin/mpiexec" -n 2 "$OUT/build/pready_cost" --iters 60 \
-            --warmup 10 --chunk 8 < /dev/null >> "$log" 2>&1 && grep -q "^  timer " "$log"; then
-        passed=$((passed + 1))
-        say "    $(grep '^  timer' "$log" | tr -s ' ')"
-    else
-        fails=$((fails + 1))
-        failed_list="$failed_list ours:pready-cost"
-        say "    FAILED: pready-cost (log $log)"
-        tail -5 "$log" | sed 's/^/      /'
-    fi
+    # idle_tax.cpp: a live idle partitioned operation against an unrelated ping-pong
+    # (bench/results/2026-11-27-idle-tax)
+    smoke_tool idle-tax idle_tax.cpp "RDMA over tcp;ofi_rxm, 2 rounds" "^median live/freed" \
+        MPIR_CVAR_PART_TRANSPORT=ofi "MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm" -- \
+        --rounds 2 --pingpongs 500
+    # pready_cost.cpp: what the sender's MPI_Pready* calls cost per aggregator
+    # (bench/results/2026-11-27-timer-calls); MPI_Pready_range over chunks, so the timer's
+    # batched path runs
+    smoke_tool pready-cost pready_cost.cpp "RDMA over shm, none and timer" "^  timer " \
+        MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm -- \
+        --iters 60 --warmup 10 --chunk 8
 fi
 
 # self-tests: a spoiled byte must be caught (exit 2 and a VERIFICATION FAILED message)

@@ -93,8 +93,6 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m)
         iteration_done(op);
 }
 
-
-
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op)
 {
     if (MPL_atomic_acquire_load_int(&op->in_poll))
@@ -563,7 +561,7 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
     if (unlikely(replan_iter) && op->st.iter + 1 == replan_iter)
         send_layout = MPIDI_PART_replan_locked(op, op->is_send ? &plan : NULL);
     *action = MPIDI_PART_st_start(&op->st, 0);
-    if (*action == MPIDI_PART_START_RUN && op->is_send && op->tp->always_armed(op)) {
+    if (*action == MPIDI_PART_START_RUN && op->is_send && tp->always_armed(op)) {
         int32_t none;   /* nothing is held at the start */
         MPIDI_PART_st_arm(&op->st, &none);
     }
