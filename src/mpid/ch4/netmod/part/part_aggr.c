@@ -268,7 +268,7 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
 
 /* Whether the peer runs on this node and MPICH's shared memory carries the traffic (ch4's
  * per-address locality flag is not built in this configuration: compare node ids). */
-static int peer_on_node(MPIDI_PART_op_t * op)
+int MPIDI_PART_peer_on_node(MPIDI_PART_op_t * op)
 {
     int them;
     if (MPIR_CVAR_NOLOCAL || MPIR_Process.node_map == NULL ||
@@ -285,7 +285,7 @@ static const MPIDI_PART_loggp_t *model_table(MPIDI_PART_op_t * op)
         return &tables.rdma_shm;
     if (op->model_path == MPIDI_PART_PATH_RDMA_NET)
         return &tables.rdma_net;
-    return peer_on_node(op) ? &tables.shm : &tables.net;
+    return MPIDI_PART_peer_on_node(op) ? &tables.shm : &tables.net;
 }
 
 /* Receiver, at match, timer aggregator on an RDMA transport (op->timer_ns >= 0 on entry):
@@ -406,7 +406,7 @@ void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
     MPIDI_PART_UNLOCK();
     /* a parameter file that does not parse failed the receiver's MPI_Precv_init; here the
      * built-in tables stand in (tables_load keeps them where the file failed) */
-    const MPIDI_PART_loggp_t *t = peer_on_node(op) ? &tables.shm : &tables.net;
+    const MPIDI_PART_loggp_t *t = MPIDI_PART_peer_on_node(op) ? &tables.shm : &tables.net;
     MPIDI_PART_problem_t pb = {.bytes = op->total_bytes,.send_parts = op->partitions,.ngcd = n };
     /* the receiver watched partitions arrive while the iteration was under way: a later
      * MPI_Pready may have waited for that, after a round trip shorter than any threshold

@@ -377,6 +377,7 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     hdr.nvcis = MPIDI_PART_vci_local(comm);
     hdr.bytes = op->total_bytes;
     hdr.choice = op->choice;
+    hdr.contig = op->contig;
 #ifdef MPIDI_CH4_PART_RDMA
     mpi_errno = MPIDI_PART_rdma_announce(op, &hdr);
     if (mpi_errno) {

@@ -92,6 +92,7 @@ typedef struct MPIDI_PART_hdr {
                                  * iteration the sender observes before re-planning (0: none);
                                  * LAYOUT: the first iteration of the new plan */
     int32_t choice;             /* RTS: the sender's enum MPIDI_PART_choice */
+    int32_t contig;             /* RTS: the sender's buffer is one contiguous run */
     int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
     MPIDI_PART_plan_t plan;     /* PLAN */
     int32_t timer_ns;           /* PLAN, RDMA: the timer aggregator's deadline; -1: none;
@@ -127,6 +128,10 @@ typedef struct MPIDI_PART_tagop {
     uint8_t *msg_vci;           /* VCI of each message (with views) */
     int32_t nwreq;              /* entries of wreq and msg_vci (the first plan's messages) */
     int32_t vci_parts, vci_ppt; /* what the VCI mapping is computed from (part_vci.c) */
+    int64_t split, split_max;   /* the plan's splitting (part_plan.h; split 0: none) */
+    int32_t *pfirst;            /* with splitting: wreq slot of message m's first piece, and
+                                 * pfirst[nmsgs] the slots in use; NULL: slot m, one piece */
+    int32_t nslots;             /* entries of wreq */
     MPIR_Comm **vcomm;          /* per VCI: a view of comm bound to it (part_vci.c); NULL
                                  * with one VCI in the process: messages use comm */
     struct MPIDI_PART_op *lnext;        /* receiver: in the list of lease holders */
@@ -206,6 +211,7 @@ typedef struct MPIDI_PART_op {
     int peer_nvcis;
     MPI_Aint peer_bytes;
     int peer_choice;
+    int peer_contig;            /* the sender's buffer is one contiguous run (RTS) */
     uint8_t *rts_ext;           /* the RTS's transport data (RDMA addresses), or NULL */
     int rts_ext_len;
 
@@ -337,6 +343,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_DIRECT_ITERS,
     MPIDI_PART_PV_TIMER_DEADLINE,
     MPIDI_PART_PV_RDMA_BUSY,
+    MPIDI_PART_PV_TAG_SPLIT_MSGS,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -465,6 +472,7 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
                               int32_t n, int32_t max_msgs);
 
 /* ---- part_vci.c: VCI spreading ------------------------------------------------------- */
+int MPIDI_PART_peer_on_node(MPIDI_PART_op_t * op);
 int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs, int peer_nvcis);
 int MPIDI_PART_vci_local(MPIR_Comm * comm);
 int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map_ppt);

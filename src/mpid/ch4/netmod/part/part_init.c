@@ -93,6 +93,9 @@ static const struct {
         "iteration yet, or with an iteration running. While none is (and no iteration ended in "
         "the last millisecond), MPICH's progress reads the RDMA completion queues on every "
         "1024th call only"},
+    [MPIDI_PART_PV_TAG_SPLIT_MSGS] = {"part_tag_split_msgs", 0,
+        "Wire messages of the tag transport sent as several eager MPI messages "
+        "(MPIR_CVAR_PART_TAG_SPLIT_SIZE), counted when sent"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -77,6 +77,7 @@ void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
     op->peer_nvcis = rts->nvcis;
     op->peer_bytes = rts->bytes;
     op->peer_choice = rts->choice;
+    op->peer_contig = rts->contig;
     if (rts->ext_len > 0) {
         op->rts_ext = MPL_malloc(rts->ext_len, MPL_MEM_OTHER);
         if (op->rts_ext) {      /* without it, the tag transport */

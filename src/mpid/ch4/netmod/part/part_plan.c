@@ -2,6 +2,7 @@
  * part_plan.c: wire-message planning (gcd agreement, merging, VCI mapping).
  * Pure logic without MPICH headers; see part_plan.h and the protocol in README.
  */
+#include <string.h>
 #include "part_plan.h"
 
 int64_t MPIDI_PART_gcd(int64_t a, int64_t b)
@@ -49,4 +50,40 @@ int32_t MPIDI_PART_plan_vci(const MPIDI_PART_plan_t * plan, int32_t local_parts,
         return (first / parts_per_thread) % nvcis;
     }
     return m % nvcis;
+}
+
+int64_t MPIDI_PART_split_count(int64_t bytes, int64_t split, int64_t split_max)
+{
+    if (split <= 0 || bytes <= split || bytes > split_max)
+        return 1;
+    return (bytes + split - 1) / split;
+}
+
+int64_t MPIDI_PART_split_slots(int32_t nmsgs_max, int64_t total_bytes, int64_t split,
+                               int64_t split_max)
+{
+    if (nmsgs_max < 1)
+        return 0;
+    if (split <= 0 || split_max <= split || total_bytes <= split)
+        return nmsgs_max;
+    /* every split message adds at most bytes / split - 1 + 1 pieces: at most one per
+     * split bytes of the transfer that split messages hold, and they hold at most
+     * min(total, nmsgs_max * split_max) bytes */
+    int64_t held = total_bytes;
+    if (split_max <= INT64_MAX / nmsgs_max && (int64_t) nmsgs_max * split_max < held)
+        held = (int64_t) nmsgs_max *split_max;
+    if (held / split > INT64_MAX - nmsgs_max)
+        return INT64_MAX;
+    return (int64_t) nmsgs_max + held / split;
+}
+
+int MPIDI_PART_ucx_tls_has_shm(const char *tls)
+{
+    if (tls == NULL || *tls == 0)
+        return 1;
+    int names_shm = strstr(tls, "sm") || strstr(tls, "shm") || strstr(tls, "posix") ||
+        strstr(tls, "sysv") || strstr(tls, "cma") || strstr(tls, "xpmem") || strstr(tls, "knem");
+    if (tls[0] == '^')
+        return !names_shm;
+    return names_shm || strstr(tls, "all") != NULL;
 }

@@ -59,6 +59,35 @@ static inline void MPIDI_PART_plan_msg_range(const MPIDI_PART_plan_t * plan, int
     *nparts = (ppm <= local_parts - *first) ? ppm : local_parts - *first;
 }
 
+/* Splitting (the tag transport over UCX's shared memory, README section 3): a wire message
+ * of bytes in (split, split_max] travels as ceil(bytes / split) MPI messages of split bytes
+ * (the last one shorter), each small enough for the netmod's eager protocol; any other size,
+ * or split <= 0, is one MPI message. Returns how many MPI messages carry the wire message
+ * (1 for bytes < 0 too). */
+int64_t MPIDI_PART_split_count(int64_t bytes, int64_t split, int64_t split_max);
+
+/* Bytes of piece j (0 <= j < MPIDI_PART_split_count) of such a wire message, which starts
+ * j * split bytes into it (for one piece: bytes). */
+static inline int64_t MPIDI_PART_split_piece(int64_t bytes, int64_t split, int64_t pieces,
+                                             int64_t j)
+{
+    if (pieces <= 1)
+        return bytes;
+    return (j < pieces - 1) ? split : bytes - split * (pieces - 1);
+}
+
+/* Whether UCX may carry messages over shared memory under this value of UCX_TLS (NULL or
+ * empty: unset, UCX's default, which has it): a list naming a shared-memory transport (sm,
+ * shm, posix, sysv, cma, xpmem, knem) or "all", or an exclusion list (^...) naming none of
+ * them. Over TCP alone UCX's eager limit is below a split piece. */
+int MPIDI_PART_ucx_tls_has_shm(const char *tls);
+
+/* The most MPI messages any plan of an operation needs (the request slots its transport
+ * allocates once): nmsgs_max wire messages of total_bytes in all, none above split_max
+ * counted as split. A re-plan never has more wire messages than the first plan. */
+int64_t MPIDI_PART_split_slots(int32_t nmsgs_max, int64_t total_bytes, int64_t split,
+                               int64_t split_max);
+
 /* The VCI index (0..nvcis-1) that carries wire message m. With parts_per_thread > 0 (the
  * user's hint: a thread owns that many consecutive local partitions), messages are mapped by
  * owning thread, so one thread's partitions share a VCI; otherwise round-robin by message. */
