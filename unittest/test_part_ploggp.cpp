@@ -1064,3 +1064,32 @@ TEST(PloggpObserved, InvalidInput)
     const MPIDI_PART_problem_t one{64, 4, 1};
     EXPECT_EQ(choose_obs(kShm, one, ready, nullptr, 1), 1);
 }
+
+// The eager limit the tag transport's split pieces come from (part_tag.c).
+TEST(LoggpEagerLimit, BuiltinTablesAndLocatedSteps)
+{
+    EXPECT_EQ(MPIDI_PART_loggp_eager_limit(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM)), 8255);
+    EXPECT_EQ(MPIDI_PART_loggp_eager_limit(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_TCP)), 8191);
+    EXPECT_EQ(MPIDI_PART_loggp_eager_limit(nullptr), 0);
+
+    MPIDI_PART_loggp_t t{};
+    int line = -1;
+    // a step located to the byte: 4096 eager, 4097 three times the overhead
+    ASSERT_EQ(MPIDI_PART_loggp_parse("transport shm\n0 0.1 0.3 0.2 0.2 1e-4\n"
+                                     "4096 0 1.0 0.8 0.2 1e-4\n4097 0 3.0 2.5 3 1e-4\n"
+                                     "65536 0 9 9 3 1e-4\n", "shm", &t, &line),
+              MPIDI_PART_LOGGP_OK);
+    EXPECT_EQ(MPIDI_PART_loggp_eager_limit(&t), 4096);
+    // adjacent sizes without a jump, and a jump between sizes far apart: no located step
+    ASSERT_EQ(MPIDI_PART_loggp_parse("0 0.1 0.3 0.2 0.2 1e-4\n4096 0 1.0 0.8 0.2 1e-4\n"
+                                     "4097 0 1.1 0.9 0.2 1e-4\n16384 0 9 9 3 1e-4\n", nullptr,
+                                     &t, &line),
+              MPIDI_PART_LOGGP_OK);
+    EXPECT_EQ(MPIDI_PART_loggp_eager_limit(&t), 0);
+    // the first located step counts
+    ASSERT_EQ(MPIDI_PART_loggp_parse("0 0 0.3 0.2 0.2 1e-4\n1000 0 0.5 0.5 0.2 1e-4\n"
+                                     "1001 0 1.5 1.5 1 1e-4\n9000 0 2 2 1 1e-4\n"
+                                     "9001 0 9 9 3 1e-4\n", nullptr, &t, &line),
+              MPIDI_PART_LOGGP_OK);
+    EXPECT_EQ(MPIDI_PART_loggp_eager_limit(&t), 1000);
+}

@@ -14,7 +14,13 @@
  *   number of its wire messages of more than SPLIT_SIZE and at most SPLIT_MAX bytes, when
  *   splitting applies (tag transport, peer on this node, UCX_TLS with shared memory, both
  *   buffers contiguous, equal sizes), and 0 otherwise.
- * Cases (S = SPLIT_SIZE, M = SPLIT_MAX, both read through MPI_T): one partition of S + 1,
+ * S = SPLIT_SIZE and M = SPLIT_MAX, read through MPI_T; when SPLIT_SIZE is negative (the
+ * default: the eager limit of the LogGP table "shm", rounded down to a multiple of 64),
+ * S = -piece=N (default 8192, from the built-in table). -stepfile=N writes a LogGP file whose
+ * "shm" table has a protocol step located at N / N+1 bytes, names it in
+ * MPIR_CVAR_PART_LOGGP_FILE before MPI_Init, and expects S = N rounded down to 64 bytes
+ * (unless -piece says otherwise).
+ * Cases: one partition of S + 1,
  * S, 2 S + 3, M and M + 1 bytes; 4 partitions of 2 S bytes each; a send of 8 partitions
  * received in 2 (gcd 2: two messages of 4 sender partitions); an odd element size (MPI
  * struct-free contiguous of 3 bytes); a receive whose datatype is a vector (not contiguous:
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "mpitest.h"
 
 static int rank, errs;
@@ -191,6 +198,34 @@ static int run_case(int c, const case_t * k)
 int main(int argc, char **argv)
 {
     int provided, size;
+    long long piece = -1, stepfile = 0;
+    char path[256] = "";
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "-piece=", 7) == 0)
+            piece = atoll(argv[i] + 7);
+        if (strncmp(argv[i], "-stepfile=", 10) == 0)
+            stepfile = atoll(argv[i] + 10);
+    }
+    if (stepfile > 0) {
+        /* one file per process: both write it before MPI_Init */
+        const char *pr = getenv("PMI_RANK");
+        snprintf(path, sizeof(path), "/tmp/part_tag_split.%d.%s.loggp", (int) getpid(),
+                 pr ? pr : "x");
+        FILE *f = fopen(path, "w");
+        if (f == NULL) {
+            fprintf(stderr, "cannot write %s\n", path);
+            return 1;
+        }
+        fprintf(f, "transport shm\n0 0.1 0.3 0.2 0.2 1e-4\n%lld 0 1.0 0.8 0.2 1e-4\n"
+                "%lld 0 3.0 2.5 3 1e-4\n1048576 0 90 90 3 1e-4\n", stepfile, stepfile + 1);
+        fprintf(f, "transport net\n0 1 6 3 6 3e-4\n");
+        fclose(f);
+        setenv("MPIR_CVAR_PART_LOGGP_FILE", path, 1);
+        if (piece < 0)
+            piece = stepfile & ~63LL;
+    }
+    if (piece < 0)
+        piece = 8192;   /* the built-in table's limit, 8255, rounded down */
     MTest_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -201,6 +236,8 @@ int main(int argc, char **argv)
     }
     split_size = cv_read_int("MPIR_CVAR_PART_TAG_SPLIT_SIZE");
     split_max = cv_read_int("MPIR_CVAR_PART_TAG_SPLIT_MAX");
+    if (split_size < 0)
+        split_size = piece;     /* the default: from the LogGP table */
     long long s = split_size > 0 ? split_size : 8192, m = split_max > 0 ? split_max : 131072;
 
     const case_t cases[] = {
@@ -224,6 +261,8 @@ int main(int argc, char **argv)
     if (pv_session != MPI_T_PVAR_SESSION_NULL)
         MPI_T_pvar_session_free(&pv_session);
     MPI_T_finalize();
+    if (path[0])
+        unlink(path);
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }

@@ -183,6 +183,19 @@ static void tables_load(void)
     }
 }
 
+/* The eager limit of MPI messages within a node that the "shm" table shows (the tag
+ * transport's split pieces, part_tag.c); from the built-in table when the file has no such
+ * table or cannot be read (MPI_Precv_init reports that to the aggregators that use it). */
+int64_t MPIDI_PART_aggr_eager_limit_shm(void)
+{
+    MPIDI_PART_LOCK();
+    if (!tables.loaded)
+        tables_load();
+    int64_t lim = MPIDI_PART_loggp_eager_limit(&tables.shm);
+    MPIDI_PART_UNLOCK();
+    return lim;
+}
+
 /* An aggregator's name: its enum MPIDI_PART_aggregator, or -1. */
 static int aggregator_of(const char *v)
 {

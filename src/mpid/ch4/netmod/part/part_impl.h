@@ -473,6 +473,7 @@ int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_
 
 /* ---- part_vci.c: VCI spreading ------------------------------------------------------- */
 int MPIDI_PART_peer_on_node(MPIDI_PART_op_t * op);
+int64_t MPIDI_PART_aggr_eager_limit_shm(void);
 int MPIDI_PART_vci_count(MPIR_Comm * comm, int nmsgs, int peer_nvcis);
 int MPIDI_PART_vci_local(MPIR_Comm * comm);
 int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map_ppt);

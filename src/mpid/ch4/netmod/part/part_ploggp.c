@@ -384,6 +384,17 @@ int MPIDI_PART_loggp_load(const char *path, const char *transport, MPIDI_PART_lo
     return rc;
 }
 
+int64_t MPIDI_PART_loggp_eager_limit(const MPIDI_PART_loggp_t * t)
+{
+    for (int32_t i = 0; t && i + 1 < t->nsegs; i++) {
+        const MPIDI_PART_loggp_seg_t *a = &t->seg[i], *b = &t->seg[i + 1];
+        double oa = a->o_s + a->o_r, ob = b->o_s + b->o_r;
+        if (b->min_bytes == a->min_bytes + 1 && ob >= 2 * oa && ob > 0)
+            return a->min_bytes;
+    }
+    return 0;
+}
+
 /* ---- the model -------------------------------------------------------------------------- */
 
 static double dmax(double a, double b)

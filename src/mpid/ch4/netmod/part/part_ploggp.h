@@ -58,6 +58,12 @@ const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which);
 const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t * t,
                                                       int64_t bytes);
 
+/* The largest message size the table shows as sent before a protocol step that
+ * tools/part-calibrate located to the byte (two segments one byte apart, the second with at
+ * least twice the o_s + o_r of the first: eager up to the first, rendezvous from the second).
+ * The first such step counts; 0 when the table has none. */
+int64_t MPIDI_PART_loggp_eager_limit(const MPIDI_PART_loggp_t * t);
+
 /* Return codes of the parser. */
 #define MPIDI_PART_LOGGP_OK        0
 #define MPIDI_PART_LOGGP_ESYNTAX   1    /* not 6 numbers, not a number, bad header line */

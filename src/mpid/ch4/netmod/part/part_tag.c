@@ -45,7 +45,7 @@ cvars:
     - name        : MPIR_CVAR_PART_TAG_SPLIT_SIZE
       category    : CH4_PART
       type        : int
-      default     : 8192
+      default     : -1
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
@@ -53,10 +53,12 @@ cvars:
         The tag transport sends a wire message of more than this many bytes (and at most
         MPIR_CVAR_PART_TAG_SPLIT_MAX) to a peer on the same node as several MPI messages of
         this many bytes, so that each goes by the netmod's eager protocol instead of one
-        rendezvous (UCX's shared memory sends up to 8192 bytes eagerly; a rendezvous costs
-        a round trip more). Only when both buffers are contiguous and the sizes match; not
-        when UCX_TLS leaves out shared memory. The receiver's value decides. 0 or less: never
-        split.
+        rendezvous (a round trip more). -1 (default; any negative value): the eager limit
+        that the LogGP table "shm" shows (MPIR_CVAR_PART_LOGGP_FILE, else the built-in one:
+        UCX's shared memory sends up to 8255 bytes eagerly here), rounded down to a
+        multiple of 64 (8192); no splitting when the table has no protocol step located to
+        the byte. 0: never split. Only when both buffers are contiguous and the sizes
+        match; not when UCX_TLS leaves out shared memory. The receiver's value decides.
 
     - name        : MPIR_CVAR_PART_TAG_SPLIT_MAX
       category    : CH4_PART
@@ -146,11 +148,13 @@ static void lease_return(MPIDI_PART_op_t * op)
 /* Receiver, at plan time: the piece size for op's wire messages (0: none). */
 static int64_t split_decide(MPIDI_PART_op_t * op)
 {
-    if (MPIR_CVAR_PART_TAG_SPLIT_SIZE <= 0 || !op->contig || !op->peer_contig ||
+    if (MPIR_CVAR_PART_TAG_SPLIT_SIZE == 0 || !op->contig || !op->peer_contig ||
         op->peer_bytes != op->total_bytes || !MPIDI_PART_peer_on_node(op) ||
         !MPIDI_PART_ucx_tls_has_shm(getenv("UCX_TLS")))
         return 0;
-    return MPIR_CVAR_PART_TAG_SPLIT_SIZE;
+    if (MPIR_CVAR_PART_TAG_SPLIT_SIZE > 0)
+        return MPIR_CVAR_PART_TAG_SPLIT_SIZE;
+    return MPIDI_PART_aggr_eager_limit_shm() & ~(int64_t) 63;  /* 0 below 64 bytes */
 }
 
 /* Lay out the pieces of plan's messages in the request slots (lock held or no other user:
