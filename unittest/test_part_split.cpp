@@ -98,11 +98,17 @@ TEST(Split, UcxTlsNamesSharedMemory)
     EXPECT_TRUE(MPIDI_PART_ucx_tls_has_shm("sm,self"));
     EXPECT_TRUE(MPIDI_PART_ucx_tls_has_shm("shm,tcp"));
     EXPECT_TRUE(MPIDI_PART_ucx_tls_has_shm("posix,cma,self"));
+    EXPECT_TRUE(MPIDI_PART_ucx_tls_has_shm("mm,self"));
+    EXPECT_TRUE(MPIDI_PART_ucx_tls_has_shm("^posix"));      // sysv stays
     EXPECT_TRUE(MPIDI_PART_ucx_tls_has_shm("all"));
     EXPECT_TRUE(MPIDI_PART_ucx_tls_has_shm("^tcp"));
     EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("tcp,self"));
     EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("self,tcp"));
     EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("rc,ud"));
     EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("^sm"));
+    EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("^shm"));
     EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("^posix,sysv"));
+    EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("^mm,tcp"));
+    EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("tcp,cma"));     // rendezvous copies only
+    EXPECT_FALSE(MPIDI_PART_ucx_tls_has_shm("tcp,knem,self"));
 }

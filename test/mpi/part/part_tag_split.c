@@ -12,8 +12,9 @@
  *   reported arrived, and after MPI_Wait compares every byte again, guard included;
  * - on the sender, the delta of part_tag_split_msgs over the case must be ITERS times the
  *   number of its wire messages of more than SPLIT_SIZE and at most SPLIT_MAX bytes, when
- *   splitting applies (tag transport, peer on this node, UCX_TLS with shared memory, both
- *   buffers contiguous, equal sizes), and 0 otherwise.
+ *   splitting applies (tag transport, peer on this node (MPI_COMM_TYPE_SHARED) and no
+ *   MPIR_CVAR_NOLOCAL, UCX_TLS with eager shared memory, both buffers contiguous, equal
+ *   sizes), and 0 otherwise.
  * S = SPLIT_SIZE and M = SPLIT_MAX, read through MPI_T; when SPLIT_SIZE is negative (the
  * default: the eager limit of the LogGP table "shm", rounded down to a multiple of 64),
  * S = -piece=N (default 8192, from the built-in table). -stepfile=N writes a LogGP file whose
@@ -42,23 +43,37 @@ static int rank, errs;
 #define FILL 0xA5
 
 static long long split_size, split_max;
+static int same_node;           /* ranks 0 and 1 share a node (MPI_COMM_TYPE_SHARED) */
 
 static unsigned char pattern(int c, int it, long long i)
 {
     return (unsigned char) (c * 31 + it * 7 + i * 13 + (i >> 9));
 }
 
+/* Whether UCX_TLS lets UCX send eager messages through shared memory (engine README,
+ * section 3): unset; a list with sm, shm, mm, posix, sysv, xpmem or all; an exclusion list
+ * that keeps sm, shm, mm and one of posix and sysv. */
+static int tls_has_shm(const char *tls)
+{
+    static const char *eager[] = { "sm", "shm", "mm", "posix", "sysv", "xpmem", "all" };
+    if (tls == NULL || *tls == 0)
+        return 1;
+    if (tls[0] == '^')
+        return !strstr(tls, "sm") && !strstr(tls, "shm") && !strstr(tls, "mm") &&
+            !(strstr(tls, "posix") && strstr(tls, "sysv"));
+    for (int i = 0; i < (int) (sizeof(eager) / sizeof(eager[0])); i++)
+        if (strstr(tls, eager[i]))
+            return 1;
+    return 0;
+}
+
 /* Whether the engine may split on this run (what the receiver's rule sees from here). */
 static int split_applies(void)
 {
     const char *nl = getenv("MPIR_CVAR_NOLOCAL");
-    const char *tls = getenv("UCX_TLS");
-    if (rdma_forced() || (nl && atoi(nl) != 0) || split_size <= 0)
+    if (rdma_forced() || (nl && atoi(nl) != 0) || split_size <= 0 || !same_node)
         return 0;
-    if (tls && *tls && tls[0] != '^' && !strstr(tls, "sm") && !strstr(tls, "shm") &&
-        !strstr(tls, "all"))
-        return 0;
-    return 1;
+    return tls_has_shm(getenv("UCX_TLS"));
 }
 
 typedef struct {
@@ -238,6 +253,21 @@ int main(int argc, char **argv)
     split_max = cv_read_int("MPIR_CVAR_PART_TAG_SPLIT_MAX");
     if (split_size < 0)
         split_size = piece;     /* the default: from the LogGP table */
+    MPI_Comm node;
+    int in_node = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (rank < 2) {
+        int r0 = 0;
+        MPI_Group g, wg;
+        MPI_Comm_group(node, &g);
+        MPI_Comm_group(MPI_COMM_WORLD, &wg);
+        MPI_Group_translate_ranks(wg, 1, (int[]) {1 - rank}, g, &r0);
+        in_node = r0 != MPI_UNDEFINED;
+        MPI_Group_free(&g);
+        MPI_Group_free(&wg);
+    }
+    MPI_Comm_free(&node);
+    same_node = in_node;
     long long s = split_size > 0 ? split_size : 8192, m = split_max > 0 ? split_max : 131072;
 
     const case_t cases[] = {

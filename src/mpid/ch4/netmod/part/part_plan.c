@@ -81,9 +81,12 @@ int MPIDI_PART_ucx_tls_has_shm(const char *tls)
 {
     if (tls == NULL || *tls == 0)
         return 1;
-    int names_shm = strstr(tls, "sm") || strstr(tls, "shm") || strstr(tls, "posix") ||
-        strstr(tls, "sysv") || strstr(tls, "cma") || strstr(tls, "xpmem") || strstr(tls, "knem");
-    if (tls[0] == '^')
-        return !names_shm;
+    /* the transports that carry eager messages in shared memory (sm, shm and mm are UCX's
+     * aliases for them); cma and knem only copy rendezvous data */
+    int names_shm = strstr(tls, "sm") || strstr(tls, "shm") || strstr(tls, "mm") ||
+        strstr(tls, "posix") || strstr(tls, "sysv") || strstr(tls, "xpmem");
+    if (tls[0] == '^')  /* an exclusion list: shared memory stays unless it all goes */
+        return !(strstr(tls, "sm") || strstr(tls, "shm") || strstr(tls, "mm") ||
+                 (strstr(tls, "posix") && strstr(tls, "sysv")));
     return names_shm || strstr(tls, "all") != NULL;
 }

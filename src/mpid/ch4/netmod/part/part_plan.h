@@ -76,10 +76,11 @@ static inline int64_t MPIDI_PART_split_piece(int64_t bytes, int64_t split, int64
     return (j < pieces - 1) ? split : bytes - split * (pieces - 1);
 }
 
-/* Whether UCX may carry messages over shared memory under this value of UCX_TLS (NULL or
- * empty: unset, UCX's default, which has it): a list naming a shared-memory transport (sm,
- * shm, posix, sysv, cma, xpmem, knem) or "all", or an exclusion list (^...) naming none of
- * them. Over TCP alone UCX's eager limit is below a split piece. */
+/* Whether UCX may carry eager messages over shared memory under this value of UCX_TLS (NULL
+ * or empty: unset, UCX's default, which has it): a list naming such a transport (the
+ * aliases sm, shm, mm, or posix, sysv, xpmem) or "all", or an exclusion list (^...) that
+ * leaves out none of the aliases. cma and knem alone do not count: they only copy
+ * rendezvous data. Over TCP UCX's eager limit is below a split piece. */
 int MPIDI_PART_ucx_tls_has_shm(const char *tls);
 
 /* The most MPI messages any plan of an operation needs (the request slots its transport

@@ -504,6 +504,8 @@ typedef struct {
     int64_t split, split_max;   /* the receiver's splitting (0: none) */
 } tag_plan_ext_t;
 
+#define SPLIT_SLOTS_MAX (1 << 20)       /* 8 MiB of request pointers */
+
 /* The request slots for plan (the first one: a re-plan has no more messages), with t->split
  * and t->split_max set. */
 static int tag_alloc(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
@@ -511,8 +513,8 @@ static int tag_alloc(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
     MPIDI_PART_tagop_t *t = &op->u.tag;
     int n = plan->nmsgs;
     int64_t slots = MPIDI_PART_split_slots(n, op->total_bytes, t->split, t->split_max);
-    if (slots > n && slots > INT32_MAX / 2)
-        t->split = 0;   /* more pieces than slots can name: send whole messages */
+    if (slots > n && slots > SPLIT_SLOTS_MAX)
+        t->split = 0;   /* pieces this small cost more slots than they are worth */
     if (t->split > 0) {
         t->pfirst = MPL_malloc(sizeof(int32_t) * (n + 1), MPL_MEM_OTHER);
         if (t->pfirst == NULL)
@@ -544,6 +546,11 @@ static int tag_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     t->split = split_decide(op);
     t->split_max = MPIR_CVAR_PART_TAG_SPLIT_MAX;
     mpi_errno = tag_alloc(op, &plan->plan);
+    if (mpi_errno && t->split > 0) {
+        /* no room for the pieces' slots: whole messages (the PLAN tells the sender) */
+        t->split = 0;
+        mpi_errno = tag_alloc(op, &plan->plan);
+    }
     MPIR_ERR_CHECK(mpi_errno);
     t->order = MPIDI_PART_tagspace_order(n);
     t->base = -1;
