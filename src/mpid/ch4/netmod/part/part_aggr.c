@@ -279,8 +279,9 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
     goto fn_exit;
 }
 
-/* Whether the peer runs on this node and MPICH's shared memory carries the traffic (ch4's
- * per-address locality flag is not built in this configuration: compare node ids). */
+/* Whether the peer runs on this node and local traffic may use shared memory (no
+ * MPIR_CVAR_NOLOCAL; ch4's per-address locality flag is not built in this configuration:
+ * compare node ids). */
 int MPIDI_PART_peer_on_node(MPIDI_PART_op_t * op)
 {
     int them;

@@ -199,6 +199,15 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
         MPIDI_PART_st_msg_seen(&op->st, m);
         return 1;
     }
+    if (op->u.tag.pfirst == NULL) {
+        MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[m], __ATOMIC_ACQUIRE);
+        if (r && MPIR_Request_is_complete(r)) {
+            MPIDI_PART_msg_done(op, m);
+            return 1;
+        }
+        return MPIDI_PART_st_msg_is_done(&op->st, m);
+    }
+    /* split: done when all its pieces are */
     int32_t np, s = msg_slot(&op->u.tag, m, &np);
     for (int32_t j = 0; j < np; j++) {
         MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[s + j], __ATOMIC_ACQUIRE);
@@ -245,6 +254,36 @@ static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r)
     return armed;
 }
 
+/* Send (sender) or receive (receiver) the np pieces of wire message m, whose nparts
+ * partitions start at first, into request slots s.. : byte ranges of a contiguous buffer, in
+ * order under the message's tag (MPI keeps their order). */
+static int post_pieces(MPIDI_PART_op_t * op, int m, int32_t first, int32_t nparts, int32_t s,
+                       int32_t np)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    char *p = (char *) op->buf + first * op->part_extent;
+    int64_t bytes = nparts * (op->total_bytes / op->partitions);
+    for (int32_t j = 0; j < np; j++) {
+        MPIR_Request *r = NULL;
+        MPI_Aint len = MPIDI_PART_split_piece(bytes, t->split, np, j);
+        if (op->is_send)
+            mpi_errno = MPID_Isend(p + j * t->split, len, MPI_BYTE, op->peer,
+                                   (int) (t->base + m), MPIDI_PART_msg_comm(op, m),
+                                   MPIDI_PART_CONTEXT_OFFSET, &r);
+        else
+            mpi_errno = MPID_Irecv(p + j * t->split, len, MPI_BYTE, op->peer,
+                                   (int) (t->base + m), MPIDI_PART_msg_comm(op, m),
+                                   MPIDI_PART_CONTEXT_OFFSET, &r);
+        MPIR_ERR_CHECK(mpi_errno);
+        __atomic_store_n(&t->wreq[s + j], r, __ATOMIC_RELEASE);
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int tag_send(MPIDI_PART_op_t * op, int m)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -261,17 +300,8 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
         MPIR_ERR_CHECK(mpi_errno);
         __atomic_store_n(&t->wreq[s], r, __ATOMIC_RELEASE);
     } else {
-        /* pieces of a contiguous run, in order under one tag (MPI keeps their order) */
-        char *p = (char *) op->buf + first * op->part_extent;
-        int64_t bytes = nparts * (op->total_bytes / op->partitions);
-        for (int32_t j = 0; j < np; j++) {
-            r = NULL;
-            mpi_errno = MPID_Isend(p + j * t->split, MPIDI_PART_split_piece(bytes, t->split, np, j),
-                                   MPI_BYTE, op->peer, (int) (t->base + m),
-                                   MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET, &r);
-            MPIR_ERR_CHECK(mpi_errno);
-            __atomic_store_n(&t->wreq[s + j], r, __ATOMIC_RELEASE);
-        }
+        mpi_errno = post_pieces(op, m, first, nparts, s, np);
+        MPIR_ERR_CHECK(mpi_errno);
         MPIDI_PART_PVAR_ADD(TAG_SPLIT_MSGS, 1);
     }
     if (!tag_test_msg(op, m))
@@ -295,18 +325,8 @@ static int post_recvs(MPIDI_PART_op_t * op)
         MPIR_Request *r = NULL;
         MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
         if (np > 1) {
-            char *p = (char *) op->buf + first * op->part_extent;
-            int64_t bytes = nparts * (op->total_bytes / op->partitions);
-            for (int32_t j = 0; j < np; j++) {
-                r = NULL;
-                mpi_errno = MPID_Irecv(p + j * t->split,
-                                       MPIDI_PART_split_piece(bytes, t->split, np, j), MPI_BYTE,
-                                       op->peer, (int) (t->base + m),
-                                       MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET,
-                                       &r);
-                MPIR_ERR_CHECK(mpi_errno);
-                __atomic_store_n(&t->wreq[s + j], r, __ATOMIC_RELEASE);
-            }
+            mpi_errno = post_pieces(op, m, first, nparts, s, np);
+            MPIR_ERR_CHECK(mpi_errno);
             continue;
         }
         mpi_errno = MPID_Irecv(op->buf + first * op->part_extent, nparts * op->count,
