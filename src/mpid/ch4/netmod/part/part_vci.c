@@ -31,8 +31,8 @@ cvars:
       description : >-
         Number of VCIs over which the wire messages of one partitioned operation are spread
         (per-VCI builds, --enable-thread-cs=per-vci, with MPIR_CVAR_CH4_NUM_VCIS > 1).
-        0 uses all MPIR_CVAR_CH4_NUM_VCIS VCIs; 1 keeps every wire message on the
-        communicator's own VCI. Messages go round-robin over the VCIs, or by owning thread
+        0 uses all MPIR_CVAR_CH4_NUM_VCIS VCIs; 1 keeps every wire message on one VCI
+        (VCI 0 when the process has several). Messages go round-robin over the VCIs, or by owning thread
         when the info key mpich_part_thread_partitions is given. The receiver's value decides
         (never more VCIs than the sender has).
 
