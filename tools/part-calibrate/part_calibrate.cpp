@@ -26,6 +26,7 @@
 //   mpiexec -n 2 ./part_calibrate -o /tmp/shm.loggp -a -t rdma-shm -f shm
 #include <mpi.h>
 
+#include "loggp_fit.hpp"
 #include "ofi_link.hpp"
 
 #include <algorithm>
@@ -70,11 +71,7 @@ struct Options {
     bool refine = true;         // locate protocol switches (refine_switches)
 };
 
-struct Point {                  // per measured size, all in microseconds
-    int64_t s;
-    double prtt1, prttn, prttnd, gall, os, orr, L;
-    double g, G;                // from the fitted piece
-};
+using calib::Point;
 
 double now_us()
 {
@@ -219,39 +216,34 @@ Point measure(const Options & opt, int64_t s)
 
 constexpr int kConfirm = 4;
 
-double overhead(const Point & p)
-{
-    return p.os + p.orr;
-}
-
 Point lower_of_two(const Options & opt, const Point & p)
 {
     const Point q = measure(opt, p.s);
-    return overhead(q) < overhead(p) ? q : p;
+    return calib::overhead(q) < calib::overhead(p) ? q : p;
 }
 
 void refine_switches(const Options & opt, std::vector<Point> & pts)
 {
     for (size_t i = 0; i + 1 < pts.size(); ++i) {
         Point lo = pts[i], hi = pts[i + 1];
-        if (!(overhead(hi) > 2.0 * overhead(lo) && overhead(hi) - overhead(lo) > 1.0))
+        if (!calib::step_candidate(lo, hi))
             continue;
         lo = lower_of_two(opt, lo);     // a noisy lower end would misplace the midpoints
-        const double a = overhead(lo), b = overhead(hi);
-        if (!(b > 2.0 * a && b - a > 1.0))
+        if (!calib::step_candidate(lo, hi))
             continue;
+        const double a = calib::overhead(lo), b = calib::overhead(hi);
         const int64_t res = lo.s < 65536 ? 1 : lo.s / 1024;
         while (hi.s - lo.s > res) {
             const Point q = lower_of_two(opt, measure(opt, lo.s + (hi.s - lo.s) / 2));
-            (overhead(q) > std::sqrt(a * b) ? hi : lo) = q;
+            (calib::overhead(q) > std::sqrt(a * b) ? hi : lo) = q;
         }
         for (int confirm = 0; confirm < kConfirm; ++confirm) {
             lo = lower_of_two(opt, lo);
             hi = lower_of_two(opt, hi);
-            if (overhead(hi) >= 1.5 * overhead(lo))
+            if (calib::step_confirmed(lo, hi))
                 break;
         }
-        if (!(overhead(hi) >= 1.5 * overhead(lo))) {
+        if (!calib::step_confirmed(lo, hi)) {
             std::printf("no protocol switch between %lld and %lld bytes: the overhead grows "
                         "with the size\n", (long long) pts[i].s, (long long) pts[i + 1].s);
             continue;
@@ -271,71 +263,14 @@ void refine_switches(const Options & opt, std::vector<Point> & pts)
             continue;
         }
         std::printf("protocol switch between %lld and %lld bytes (o_s + o_r %.3f -> %.3f us)\n",
-                    (long long) lo.s, (long long) hi.s, overhead(lo), overhead(hi));
+                    (long long) lo.s, (long long) hi.s, calib::overhead(lo),
+                    calib::overhead(hi));
         pts.insert(pts.begin() + (long) i + 1, add.begin(), add.end());
         i += add.size();
     }
 }
 
-// ---- piecewise least squares of y = g + G*s ----------------------------------------------
-
-struct Fit {
-    double g = 0, G = 0;
-};
-
-// Weighted by 1/y^2 (relative error: the sizes span six orders of magnitude). g, G >= 0.
-Fit fit(const std::vector<Point> & p, size_t a, size_t b)
-{
-    Fit f;
-    if (b - a == 1) {           // one point: through the origin, so that larger sizes
-        f.G = std::max(0.0, p[a].gall) / std::max<double>((double) p[a].s, 1.0);
-        return f;               // extrapolate with a per-byte cost
-    }
-    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (size_t i = a; i < b; ++i) {
-        const double y = std::max(p[i].gall, 1e-3), w = 1.0 / (y * y), x = (double) p[i].s;
-        sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
-    }
-    const double det = sw * sxx - sx * sx;
-    if (det > 0) {
-        f.G = (sw * sxy - sx * sy) / det;
-        f.g = (sy - f.G * sx) / sw;
-    }
-    if (!(f.G >= 0)) {          // negative slope (noise): a constant
-        f.G = 0;
-        f.g = sy / sw;
-    }
-    if (f.g < 0) {              // negative intercept: through the origin
-        f.g = 0;
-        f.G = sxy / sxx;
-    }
-    return f;
-}
-
-// Start a new piece where a point misses the current piece's line by more than 30 % (and
-// more than 0.2 us): Netgauge's protocol-change detection, with a relative threshold.
-void fit_pieces(std::vector<Point> & p, std::vector<size_t> & starts)
-{
-    size_t a = 0;
-    starts.assign(1, 0);
-    for (size_t i = 1; i <= p.size(); ++i) {
-        bool brk = (i == p.size());
-        if (!brk && i - a >= 2) {
-            const Fit f = fit(p, a, i);
-            const double pred = f.g + f.G * (double) p[i].s;
-            const double r = std::fabs(p[i].gall - pred);
-            brk = r > std::max(0.3 * std::max(p[i].gall, pred), 0.2);
-        }
-        if (brk) {
-            const Fit f = fit(p, a, i);
-            for (size_t j = a; j < i; ++j)
-                p[j].g = f.g, p[j].G = f.G;
-            a = i;
-            if (i < p.size())
-                starts.push_back(i);
-        }
-    }
-}
+// (the piecewise fit of g + G*s, L and the file's text: loggp_fit.cpp)
 
 // ---- options and output ------------------------------------------------------------------
 
@@ -451,11 +386,7 @@ void report(const Options & o, const std::vector<Point> & p, const std::vector<s
     std::fprintf(f, "# part_calibrate %s, n=%d, %d rounds (median), load average %s\n"
                  "# %s\n# MPI: %.100s\n# messages: %s\n", date, o.n, o.reps, load,
                  cmdline.c_str(), ver, link->describe().c_str());
-    std::fprintf(f, "transport %s\n# bytes L o_s o_r g G   (us, G in us/byte)\n",
-                 o.transport.c_str());
-    for (const Point & q : p)
-        std::fprintf(f, "%lld %.4f %.4f %.4f %.4f %.6e\n", (long long) q.s, q.L, q.os, q.orr,
-                     q.g, q.G);
+    calib::write_table(f, o.transport, p);
     std::fclose(f);
     std::printf("wrote %s (transport %s)\n", o.out.c_str(), o.transport.c_str());
 }
@@ -511,9 +442,8 @@ int main(int argc, char **argv)
         Ctrl stop{CMD_STOP, 0, 0, 0, 0, 0};
         MPI_Send(&stop, sizeof stop, MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
         std::vector<size_t> starts;
-        fit_pieces(pts, starts);
-        for (Point & p : pts)
-            p.L = std::max(0.0, p.prtt1 / 2 - p.os - p.orr - p.G * (double) p.s);
+        calib::fit_pieces(pts, starts);
+        calib::derive_latency(pts);
         std::string cmd;        // the environment that selects the transport, then argv
         for (const char *v : {"MPIR_CVAR_NOLOCAL", "MPIR_CVAR_CH4_NETMOD", "UCX_TLS",
                               "UCX_NET_DEVICES", "FI_PROVIDER"})
