@@ -57,6 +57,14 @@ regen_inputs() {
     done
 }
 
+# runtests_failed LOG F: the failures of a runtests run whose TAP file counts F, or runtests'
+# own count ("N tests failed out of M" in LOG) when higher: a program that does not build is
+# counted there without a TAP line.
+runtests_failed() {
+    rf_n=$(sed -n 's/^\([0-9][0-9]*\) tests failed out of [0-9]*$/\1/p' "$1" 2>/dev/null | tail -1)
+    if [ -n "$rf_n" ] && [ "$rf_n" -gt "$2" ]; then echo "$rf_n"; else echo "$2"; fi
+}
+
 # testsuite_configure TB PREFIX LOGBASE DTPOOLS [VAR=value ...]: MPICH's test suite configured
 # in TB against the MPICH installed in PREFIX, with its helper libraries built (and the
 # datatype pools when DTPOOLS is yes). Done again only when PREFIX's libmpi or the test suite's

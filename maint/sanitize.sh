@@ -69,13 +69,6 @@ mkdir -p "$RESULTS"
 failed=0
 failures=""
 fail() { failed=$((failed + 1)); failures="$failures $1"; }
-# runtests_failed LOG F: the failures of a runtests run, F from its TAP file, or runtests' own
-# count when higher (a program that does not build is counted without a TAP line)
-runtests_failed() {
-    local n
-    n=$(sed -n 's/^\([0-9][0-9]*\) tests failed out of [0-9]*$/\1/p' "$1" 2>/dev/null | tail -1)
-    if [ -n "$n" ] && [ "$n" -gt "$2" ]; then echo "$n"; else echo "$2"; fi
-}
 
 # UCX's memory hooks patch malloc/mmap, which ASan owns: off. Set for every step.
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no

@@ -143,12 +143,7 @@ tap_count() {   # tap_count TAPFILE [RUNTESTS_LOG] -> "passed failed"
     p=$(grep -c '^ok ' "$1" 2>/dev/null || true)
     f=$(grep -c '^not ok ' "$1" 2>/dev/null || true)
     p=${p:-0} f=${f:-0}
-    # runtests counts a program that does not build as failed without a TAP line: take its
-    # own count ("N tests failed out of M") when it is higher
-    if [ -n "${2:-}" ]; then
-        n=$(sed -n 's/^\([0-9][0-9]*\) tests failed out of [0-9]*$/\1/p' "$2" 2>/dev/null | tail -1)
-        [ -n "$n" ] && [ "$n" -gt "$f" ] && f=$n
-    fi
+    [ -z "${2:-}" ] || f=$(runtests_failed "$2" "$f")     # maint/lib.sh
     echo "$p $f"
 }
 
