@@ -83,10 +83,9 @@ int MPIDI_PART_ucx_tls_has_shm(const char *tls)
         return 1;
     /* the transports that carry eager messages in shared memory (sm, shm and mm are UCX's
      * aliases for them); cma and knem only copy rendezvous data */
-    int names_shm = strstr(tls, "sm") || strstr(tls, "shm") || strstr(tls, "mm") ||
-        strstr(tls, "posix") || strstr(tls, "sysv") || strstr(tls, "xpmem");
+    int alias = strstr(tls, "sm") || strstr(tls, "shm") || strstr(tls, "mm");
+    int posix = strstr(tls, "posix") != NULL, sysv = strstr(tls, "sysv") != NULL;
     if (tls[0] == '^')  /* an exclusion list: shared memory stays unless it all goes */
-        return !(strstr(tls, "sm") || strstr(tls, "shm") || strstr(tls, "mm") ||
-                 (strstr(tls, "posix") && strstr(tls, "sysv")));
-    return names_shm || strstr(tls, "all") != NULL;
+        return !(alias || (posix && sysv));
+    return alias || posix || sysv || strstr(tls, "xpmem") || strstr(tls, "all");
 }
