@@ -944,16 +944,17 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
  * that did not bring it, also endpoint 0 (credits that release other operations' writes),
  * VCI 0 (the handshake's active messages arrive there) and the engine's handshake work,
  * so that a thread that only polls MPI_Parrived still moves every other operation. */
-static int ofi_progress_msg(MPIDI_PART_op_t * op, int m)
+static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
 {
     int v = MPIDI_PART_rdma_lane(op->rdma, m);
     int mpi_errno = ep_progress(&ofi.eps[v]);
-    if (mpi_errno || MPIDI_PART_st_msg_is_done(&op->st, m))
-        return mpi_errno;
-    if (v != 0)
-        mpi_errno = ep_progress(&ofi.eps[0]);
-    if (mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_PART_rdma_progress_rest();
+    if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done(&op->st, m)) {
+        if (v != 0)
+            mpi_errno = ep_progress(&ofi.eps[0]);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = MPIDI_PART_rdma_progress_rest();
+    }
+    *done = MPIDI_PART_st_msg_is_done(&op->st, m);
     return mpi_errno;
 }
 

@@ -669,13 +669,14 @@ static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
  * MPICH's hooks: the completion polling is not needed for this message), then the engine's
  * handshake work if there is any, so that a thread that only polls MPI_Parrived still moves
  * every other operation's handshake. */
-static int tag_progress_msg(MPIDI_PART_op_t * op, int m)
+static int tag_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
 {
     int vci = op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
-    int mpi_errno = MPIDI_PART_vci_progress((uint64_t) 1 << vci);
+    int mpi_errno = MPIDI_PART_vci_progress_one(vci);
     if (mpi_errno == MPI_SUCCESS &&
         (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
         mpi_errno = MPIDI_PART_handshake();
+    *done = tag_test_msg(op, m);
     return mpi_errno;
 }
 

@@ -198,6 +198,8 @@ void MPIDI_PART_vci_finalize(void)
 int MPIDI_PART_vci_progress(uint64_t mask)
 {
     int mpi_errno = MPI_SUCCESS;
+    if (likely(mask && !(mask & (mask - 1))))
+        return MPIDI_PART_vci_progress_one(__builtin_ctzll(mask));
     MPID_Progress_state state;
     MPIDI_progress_state_init(&state);
     state.flag &= ~MPIDI_PROGRESS_HOOKS;

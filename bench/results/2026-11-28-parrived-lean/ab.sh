@@ -1,0 +1,3 @@
+#!/bin/bash
+# pa_ab.sh N THETA: parrived-false ns/call, new / old / stock, alternating
+for i in $(seq $1); do for lib in new old stock; do case $lib in new) ex=/work/main/_install/bin/mpiexec; b=ours; pre=env;; old) ex=/tmp/inst-old/bin/mpiexec; b=ours; pre="env LD_LIBRARY_PATH=/tmp/inst-old/lib";; stock) ex=mpiexec.mpich; b=stock; pre=env;; esac; $ex -n 2 $pre /work/main/_bench/build/partbench-$b --pattern parrived --theta $2 --sizes 4K --lib $lib --csv /tmp/pa.csv --meta /tmp/pa.meta < /dev/null 2>&1 | grep -E "parrived-(false|true)" | awk -v l=$lib '{printf "%s %s %s  ", l, $3, $(NF-14)} END {print ""}'; done; done
