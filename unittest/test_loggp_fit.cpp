@@ -18,7 +18,7 @@ using calib::Point;
 
 Point pt(int64_t s, double gall, double os = 0.1, double orr = 0.1, double prtt1 = 1.0)
 {
-    Point p;
+    Point p{};
     p.s = s;
     p.gall = gall;
     p.os = os;

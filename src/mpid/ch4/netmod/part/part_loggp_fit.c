@@ -1,0 +1,127 @@
+/*
+ * part_loggp_fit.c: the LogGP fit of a calibration (part_loggp_fit.h). Pure C, no MPICH
+ * header: libmpi's calibration at MPI_Init, tools/part-calibrate and the unit tests share it.
+ */
+#include "part_loggp_fit.h"
+#include <math.h>
+#include <stdio.h>
+
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+double MPIDI_PART_calib_overhead(const MPIDI_PART_calib_pt_t * p)
+{
+    return p->os + p->orr;
+}
+
+int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
+                                    const MPIDI_PART_calib_pt_t * hi)
+{
+    double a = MPIDI_PART_calib_overhead(lo), b = MPIDI_PART_calib_overhead(hi);
+    return b > 2.0 * a && b - a > 1.0;
+}
+
+int MPIDI_PART_calib_step_confirmed(const MPIDI_PART_calib_pt_t * lo,
+                                    const MPIDI_PART_calib_pt_t * hi)
+{
+    return MPIDI_PART_calib_overhead(hi) >= 1.5 * MPIDI_PART_calib_overhead(lo);
+}
+
+void MPIDI_PART_calib_fit(const MPIDI_PART_calib_pt_t * p, size_t a, size_t b, double *g,
+                          double *G)
+{
+    *g = 0;
+    *G = 0;
+    if (b <= a)
+        return;
+    if (b - a == 1) {   /* one point: through the origin, so that larger sizes extrapolate
+                         * with a per-byte cost */
+        *G = dmax(0.0, p[a].gall) / dmax((double) p[a].s, 1.0);
+        return;
+    }
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = a; i < b; i++) {
+        double y = dmax(p[i].gall, 1e-3), w = 1.0 / (y * y), x = (double) p[i].s;
+        sw += w;
+        sx += w * x;
+        sy += w * y;
+        sxx += w * x * x;
+        sxy += w * x * y;
+    }
+    double det = sw * sxx - sx * sx;
+    if (det > 0) {
+        *G = (sw * sxy - sx * sy) / det;
+        *g = (sy - *G * sx) / sw;
+    }
+    if (!(*G >= 0)) {   /* negative slope (noise): a constant */
+        *G = 0;
+        *g = sy / sw;
+    }
+    if (*g < 0) {       /* negative intercept: through the origin */
+        *g = 0;
+        *G = sxy / sxx;
+    }
+}
+
+size_t MPIDI_PART_calib_fit_pieces(MPIDI_PART_calib_pt_t * p, size_t n, size_t * starts)
+{
+    size_t a = 0, npieces = 0;
+    double g, G;
+    if (n == 0)
+        return 0;
+    starts[npieces++] = 0;
+    for (size_t i = 1; i <= n; i++) {
+        int brk = (i == n);
+        if (!brk && i - a >= 2) {
+            MPIDI_PART_calib_fit(p, a, i, &g, &G);
+            double pred = g + G * (double) p[i].s;
+            double r = fabs(p[i].gall - pred);
+            brk = r > dmax(0.3 * dmax(p[i].gall, pred), 0.2);
+        }
+        if (brk) {
+            MPIDI_PART_calib_fit(p, a, i, &g, &G);
+            for (size_t j = a; j < i; j++) {
+                p[j].g = g;
+                p[j].G = G;
+            }
+            a = i;
+            if (i < n)
+                starts[npieces++] = i;
+        }
+    }
+    return npieces;
+}
+
+void MPIDI_PART_calib_latency(MPIDI_PART_calib_pt_t * p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i].L = dmax(0.0, p[i].prtt1 / 2 - p[i].os - p[i].orr - p[i].G * (double) p[i].s);
+}
+
+int MPIDI_PART_calib_table(const MPIDI_PART_calib_pt_t * p, size_t n, const char *name,
+                           MPIDI_PART_loggp_t * out)
+{
+    if (n == 0)
+        return MPIDI_PART_LOGGP_EEMPTY;
+    if (n > MPIDI_PART_LOGGP_MAX_SEGS)
+        return MPIDI_PART_LOGGP_ETOOMANY;
+    out->nsegs = (int32_t) n;
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    for (size_t i = 0; i < n; i++) {
+        MPIDI_PART_loggp_seg_t *s = &out->seg[i];
+        if (i > 0 && p[i].s <= p[i - 1].s)
+            return MPIDI_PART_LOGGP_EORDER;
+        s->min_bytes = p[i].s;
+        s->L = p[i].L;
+        s->o_s = p[i].os;
+        s->o_r = p[i].orr;
+        s->g = p[i].g;
+        s->G = p[i].G;
+        if (!(isfinite(s->L) && isfinite(s->o_s) && isfinite(s->o_r) && isfinite(s->g) &&
+              isfinite(s->G)) || s->L < 0 || s->o_s < 0 || s->o_r < 0 || s->g < 0 || s->G < 0)
+            return MPIDI_PART_LOGGP_EVALUE;
+    }
+    return 0;
+}

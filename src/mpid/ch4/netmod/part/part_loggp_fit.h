@@ -1,0 +1,65 @@
+/*
+ * part_loggp_fit.h: the LogGP fit of a calibration, as pure logic: one measured size's
+ * values, the piecewise least squares of g + G*s, L, the protocol-step tests and the table
+ * they give (part_ploggp.h's MPIDI_PART_loggp_t).
+ *
+ * No MPICH header here: compiled into libmpi (the calibration at MPI_Init, part_calib.c),
+ * into tools/part-calibrate (loggp_fit.hpp wraps it) and into the GoogleTest unit tests
+ * (unittest/test_loggp_fit.cpp). The measurement method is tools/part-calibrate's
+ * (Netgauge's parametrised round trip; part_calibrate.cpp's header has the formulas).
+ */
+#ifndef PART_LOGGP_FIT_H_INCLUDED
+#define PART_LOGGP_FIT_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include "part_ploggp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One measured size, all in microseconds. */
+typedef struct MPIDI_PART_calib_pt {
+    int64_t s;                  /* bytes */
+    double prtt1, prttn, prttnd;        /* PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s) */
+    double gall;                /* (PRTT(n,0,s) - PRTT(1,0,s)) / (n - 1) */
+    double os, orr, L;          /* o_s, o_r, L */
+    double g, G;                /* from the fitted piece that holds s */
+} MPIDI_PART_calib_pt_t;
+
+/* o_s + o_r: what a protocol step shows in. */
+double MPIDI_PART_calib_overhead(const MPIDI_PART_calib_pt_t * p);
+
+/* Whether the overhead between two neighbouring listed sizes grows enough to look for a
+ * protocol step between them (more than doubles, and by more than 1 us). */
+int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
+                                    const MPIDI_PART_calib_pt_t * hi);
+
+/* Whether a bracket narrowed down to neighbouring sizes is a step (the overhead jumps by
+ * half or more across it), not a slope. */
+int MPIDI_PART_calib_step_confirmed(const MPIDI_PART_calib_pt_t * lo,
+                                    const MPIDI_PART_calib_pt_t * hi);
+
+/* Least squares of gall = g + G*s over points [a, b), weighted by 1/gall^2 (relative
+ * error); g, G >= 0. One point: through the origin. */
+void MPIDI_PART_calib_fit(const MPIDI_PART_calib_pt_t * p, size_t a, size_t b, double *g,
+                          double *G);
+
+/* Pieces: a new one starts where a point misses the current piece's line by more than 30 %
+ * (and more than 0.2 us). Sets every point's g and G; starts[] (room for n) gets each
+ * piece's first index; returns the number of pieces (0 when n is 0). */
+size_t MPIDI_PART_calib_fit_pieces(MPIDI_PART_calib_pt_t * p, size_t n, size_t * starts);
+
+/* L = PRTT(1)/2 - o_s - o_r - G*s, at least 0 (after the fit). */
+void MPIDI_PART_calib_latency(MPIDI_PART_calib_pt_t * p, size_t n);
+
+/* The table of n fitted points (sizes strictly increasing, 1 <= n <= MPIDI_PART_LOGGP_MAX_SEGS):
+ * one segment per point, named name. 0, or MPIDI_PART_LOGGP_EEMPTY / ETOOMANY / EORDER. */
+int MPIDI_PART_calib_table(const MPIDI_PART_calib_pt_t * p, size_t n, const char *name,
+                           MPIDI_PART_loggp_t * out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PART_LOGGP_FIT_H_INCLUDED */
