@@ -11,6 +11,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
                   src/mpid/ch4/netmod/part/part_info.h \
                   src/mpid/ch4/netmod/part/part_plan.h \
                   src/mpid/ch4/netmod/part/part_ploggp.h \
+                  src/mpid/ch4/netmod/part/part_loggp_fit.h \
                   src/mpid/ch4/netmod/part/part_rdma.h \
                   src/mpid/ch4/netmod/part/part_timer.h \
                   src/mpid/ch4/netmod/part/part_state.h \
@@ -23,6 +24,8 @@ mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_plan.c \
                     src/mpid/ch4/netmod/part/part_aggr.c \
                     src/mpid/ch4/netmod/part/part_ploggp.c \
+                    src/mpid/ch4/netmod/part/part_loggp_fit.c \
+                    src/mpid/ch4/netmod/part/part_calib.c \
                     src/mpid/ch4/netmod/part/part_timer.c \
                     src/mpid/ch4/netmod/part/part_tag.c \
                     src/mpid/ch4/netmod/part/part_tagspace.c \

@@ -131,6 +131,12 @@ static struct {
     MPIDI_PART_loggp_t rdma_shm, rdma_net;      /* RDMA writes (part_rdma.c) */
 } tables;
 
+/* The calibration at MPI_Init's table (part_calib.c), kept for tables_load. */
+static struct {
+    int set, on_node;
+    MPIDI_PART_loggp_t t;
+} calibrated;
+
 /* The table `name` of the file, else its first table. */
 static int table_load(const char *path, const char *name, MPIDI_PART_loggp_t * out, int *line)
 {
@@ -164,8 +170,11 @@ static void tables_load(void)
     tables.net = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_TCP);
     tables.rdma_shm = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_SHM);
     tables.rdma_net = *MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_TCP);
-    if (path == NULL || path[0] == 0)
+    if (path == NULL || path[0] == 0) {
+        if (calibrated.set)     /* MPIR_CVAR_PART_LOGGP_CALIBRATE */
+            *(calibrated.on_node ? &tables.shm : &tables.net) = calibrated.t;
         return;
+    }
     snprintf(tables.path, sizeof(tables.path), "%s", path);
     MPIDI_PART_loggp_t shm, net, rdma_shm = tables.rdma_shm, rdma_net = tables.rdma_net;
     tables.err = table_load(path, "shm", &shm, &tables.line);
@@ -181,6 +190,16 @@ static void tables_load(void)
         tables.rdma_shm = rdma_shm;
         tables.rdma_net = rdma_net;
     }
+}
+
+void MPIDI_PART_aggr_calibrated(const MPIDI_PART_loggp_t * t, int on_node)
+{
+    MPIDI_PART_LOCK();
+    calibrated.t = *t;
+    calibrated.on_node = on_node;
+    calibrated.set = 1;
+    tables.loaded = 0;  /* loaded again with it at the next use */
+    MPIDI_PART_UNLOCK();
 }
 
 /* The eager limit of MPI messages within a node that the "shm" table shows (the tag

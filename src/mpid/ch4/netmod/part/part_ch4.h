@@ -11,6 +11,7 @@
 struct MPIDI_PART_op;
 
 int MPIDI_PART_init(void);
+int MPIDI_PART_init_completed(void);
 int MPIDI_PART_finalize(void);
 
 int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype,

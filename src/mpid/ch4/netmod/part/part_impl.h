@@ -345,6 +345,8 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_TIMER_DEADLINE,
     MPIDI_PART_PV_RDMA_BUSY,
     MPIDI_PART_PV_TAG_SPLIT_MSGS,
+    MPIDI_PART_PV_LOGGP_CALIB_SEGS,
+    MPIDI_PART_PV_LOGGP_CALIB_US,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -469,6 +471,12 @@ void MPIDI_PART_aggr_observed(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan);
 /* How many iterations a sender observes, up to the one before the re-plan (never the
  * first, which starts before the plan): at most MPIDI_PART_OBS_MAX (part_ploggp.h) */
 #define MPIDI_PART_OBS_ITERS 3
+/* The table of the calibration at MPI_Init (part_calib.c): the tag transport's table for
+ * peers on the same node (on_node) or on others, unless MPIR_CVAR_PART_LOGGP_FILE is set. */
+struct MPIDI_PART_loggp;
+void MPIDI_PART_aggr_calibrated(const struct MPIDI_PART_loggp *t, int on_node);
+/* part_calib.c: MPIR_CVAR_PART_LOGGP_CALIBRATE's measurement (from MPID_InitCompleted) */
+int MPIDI_PART_calibrate(void);
 int64_t MPIDI_PART_aggr_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_parts,
                               int32_t n, int32_t max_msgs);
 

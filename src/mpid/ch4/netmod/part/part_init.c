@@ -96,6 +96,12 @@ static const struct {
     [MPIDI_PART_PV_TAG_SPLIT_MSGS] = {"part_tag_split_msgs", 0,
         "Wire messages of the tag transport sent as several eager MPI messages "
         "(MPIR_CVAR_PART_TAG_SPLIT_SIZE), counted when sent"},
+    [MPIDI_PART_PV_LOGGP_CALIB_SEGS] = {"part_loggp_calib_segs", 1,
+        "Segments of the LogGP table measured at MPI_Init (MPIR_CVAR_PART_LOGGP_CALIBRATE) "
+        "that the PLogGP aggregator uses; 0 when there was no calibration"},
+    [MPIDI_PART_PV_LOGGP_CALIB_US] = {"part_loggp_calib_us", 1,
+        "How long the LogGP calibration at MPI_Init took on rank 0, in microseconds (0 when "
+        "there was none)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
@@ -137,6 +143,12 @@ int MPIDI_PART_init(void)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* MPID_InitCompleted (maint/patches/0010): MPI_COMM_WORLD works now. */
+int MPIDI_PART_init_completed(void)
+{
+    return MPIDI_PART_calibrate();
 }
 
 int MPIDI_PART_finalize(void)

@@ -100,6 +100,17 @@ void MPIDI_PART_calib_latency(MPIDI_PART_calib_pt_t * p, size_t n)
         p[i].L = dmax(0.0, p[i].prtt1 / 2 - p[i].os - p[i].orr - p[i].G * (double) p[i].s);
 }
 
+int MPIDI_PART_calib_write(FILE * f, const char *name, const MPIDI_PART_calib_pt_t * p,
+                           size_t n)
+{
+    int bad = fprintf(f, "transport %s\n# bytes L o_s o_r g G   (us, G in us/byte)\n",
+                      name) < 0;
+    for (size_t i = 0; i < n; i++)
+        bad |= fprintf(f, "%lld %.4f %.4f %.4f %.4f %.6e\n", (long long) p[i].s, p[i].L,
+                       p[i].os, p[i].orr, p[i].g, p[i].G) < 0;
+    return bad ? -1 : 0;
+}
+
 int MPIDI_PART_calib_table(const MPIDI_PART_calib_pt_t * p, size_t n, const char *name,
                            MPIDI_PART_loggp_t * out)
 {

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "part_ploggp.h"
 
 #ifdef __cplusplus
@@ -58,6 +59,12 @@ void MPIDI_PART_calib_latency(MPIDI_PART_calib_pt_t * p, size_t n);
  * one segment per point, named name. 0, or MPIDI_PART_LOGGP_EEMPTY / ETOOMANY / EORDER. */
 int MPIDI_PART_calib_table(const MPIDI_PART_calib_pt_t * p, size_t n, const char *name,
                            MPIDI_PART_loggp_t * out);
+
+/* The parameter-file text of n fitted points (MPIDI_PART_loggp_parse reads it back): the
+ * header "transport name", a comment, one line per point. Returns 0, or -1 when a write
+ * failed. */
+int MPIDI_PART_calib_write(FILE * f, const char *name, const MPIDI_PART_calib_pt_t * p,
+                           size_t n);
 
 #ifdef __cplusplus
 }
