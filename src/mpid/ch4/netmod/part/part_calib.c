@@ -12,6 +12,7 @@
  * point-to-point traffic (there is none yet).
  */
 #include "part_impl.h"
+#include "part_ploggp.h"
 #include "part_loggp_fit.h"
 #include <math.h>
 
@@ -298,15 +299,25 @@ int MPIDI_PART_calibrate(void)
             /* as MPIDI_PART_peer_on_node decides for an operation */
             r.on_node = !MPIR_CVAR_NOLOCAL && MPIR_Process.node_map &&
                 MPIR_Process.node_map[0] == MPIR_Process.node_map[1];
-            r.ok = MPIDI_PART_calib_table(pts, n, r.on_node ? "shm" : "net", &r.table) == 0;
-            const char *out = MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE;
+            /* the table is what its text says (the saved file's values, to the digit) */
+            const char *name = r.on_node ? "shm" : "net", *out =
+                MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE;
+            char *text = NULL;
+            size_t len = 0;
+            int line;
+            FILE *mf = open_memstream(&text, &len);
+            int bad = mf == NULL || MPIDI_PART_calib_write(mf, name, pts, n) != 0;
+            if (mf)
+                bad |= fclose(mf) != 0;
+            r.ok = !bad && MPIDI_PART_loggp_parse(text, name, &r.table, &line) == 0;
             if (r.ok && out && out[0]) {
                 FILE *f = fopen(out, "w");
-                if (f == NULL || MPIDI_PART_calib_write(f, r.table.name, pts, n) != 0)
+                if (f == NULL || fputs(text, f) < 0)
                     r.ok = -2;
                 if (f && fclose(f) != 0)
                     r.ok = -2;
             }
+            MPL_external_free(text);    /* open_memstream's */
         }
         r.us = now_us() - t0;
     }

@@ -110,29 +110,3 @@ int MPIDI_PART_calib_write(FILE * f, const char *name, const MPIDI_PART_calib_pt
                        p[i].os, p[i].orr, p[i].g, p[i].G) < 0;
     return bad ? -1 : 0;
 }
-
-int MPIDI_PART_calib_table(const MPIDI_PART_calib_pt_t * p, size_t n, const char *name,
-                           MPIDI_PART_loggp_t * out)
-{
-    if (n == 0)
-        return MPIDI_PART_LOGGP_EEMPTY;
-    if (n > MPIDI_PART_LOGGP_MAX_SEGS)
-        return MPIDI_PART_LOGGP_ETOOMANY;
-    out->nsegs = (int32_t) n;
-    snprintf(out->name, sizeof(out->name), "%s", name);
-    for (size_t i = 0; i < n; i++) {
-        MPIDI_PART_loggp_seg_t *s = &out->seg[i];
-        if (i > 0 && p[i].s <= p[i - 1].s)
-            return MPIDI_PART_LOGGP_EORDER;
-        s->min_bytes = p[i].s;
-        s->L = p[i].L;
-        s->o_s = p[i].os;
-        s->o_r = p[i].orr;
-        s->g = p[i].g;
-        s->G = p[i].G;
-        if (!(isfinite(s->L) && isfinite(s->o_s) && isfinite(s->o_r) && isfinite(s->g) &&
-              isfinite(s->G)) || s->L < 0 || s->o_s < 0 || s->o_r < 0 || s->g < 0 || s->G < 0)
-            return MPIDI_PART_LOGGP_EVALUE;
-    }
-    return 0;
-}

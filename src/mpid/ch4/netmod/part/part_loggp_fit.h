@@ -1,7 +1,7 @@
 /*
  * part_loggp_fit.h: the LogGP fit of a calibration, as pure logic: one measured size's
  * values, the piecewise least squares of g + G*s, L, the protocol-step tests and the table
- * they give (part_ploggp.h's MPIDI_PART_loggp_t).
+ * they give (in part_ploggp.h's text format, which MPIDI_PART_loggp_parse reads).
  *
  * No MPICH header here: compiled into libmpi (the calibration at MPI_Init, part_calib.c),
  * into tools/part-calibrate (loggp_fit.hpp wraps it) and into the GoogleTest unit tests
@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "part_ploggp.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,11 +53,6 @@ size_t MPIDI_PART_calib_fit_pieces(MPIDI_PART_calib_pt_t * p, size_t n, size_t *
 
 /* L = PRTT(1)/2 - o_s - o_r - G*s, at least 0 (after the fit). */
 void MPIDI_PART_calib_latency(MPIDI_PART_calib_pt_t * p, size_t n);
-
-/* The table of n fitted points (sizes strictly increasing, 1 <= n <= MPIDI_PART_LOGGP_MAX_SEGS):
- * one segment per point, named name. 0, or MPIDI_PART_LOGGP_EEMPTY / ETOOMANY / EORDER. */
-int MPIDI_PART_calib_table(const MPIDI_PART_calib_pt_t * p, size_t n, const char *name,
-                           MPIDI_PART_loggp_t * out);
 
 /* The parameter-file text of n fitted points (MPIDI_PART_loggp_parse reads it back): the
  * header "transport name", a comment, one line per point. Returns 0, or -1 when a write

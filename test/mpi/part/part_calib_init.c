@@ -1,0 +1,238 @@
+/*
+ * part_calib_init.c: the LogGP calibration at MPI_Init (MPIR_CVAR_PART_LOGGP_CALIBRATE).
+ *
+ * Before MPI_Init every process sets the calibration on (unless -off), names the file rank 0
+ * saves the table to (MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE, one path per launch: the process
+ * manager's pid), the PLogGP aggregator, and a layout planned at match
+ * (MPIR_CVAR_PART_AGGR_OBSERVE=0). What it asserts:
+ * - on: part_loggp_calib_segs is the same on every rank, between the 8 measured sizes and 16,
+ *   and part_loggp_calib_us is positive and the same everywhere (rank 0's, broadcast);
+ * - the saved file parses with the engine's own parser (part_ploggp.c, compiled in) into
+ *   one table of that many segments, named "shm" when the two processes share a node (and
+ *   MPIR_CVAR_NOLOCAL is off), else "net", with sizes from 8 B to 1 MiB;
+ * - on the tag transport, the wire messages of one iteration, for several geometries and
+ *   spreads, are the ones the model chooses with that table (as part_aggr_ploggp does for a
+ *   file): the engine plans with the measured table. The test also evaluates the built-in
+ *   table and says when both give the same counts everywhere (then this part cannot tell
+ *   them apart on this machine, and only the rest is proved);
+ * - -off: both pvars are 0 and no file is written; -filewins (MPIR_CVAR_PART_LOGGP_FILE
+ *   set too): the file wins, nothing is measured (pvars 0, no file saved);
+ * - every received byte is checked every iteration.
+ */
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "mpitest.h"
+/* the engine's pure model and parser, compiled into this test (no MPICH header in them) */
+#include "../../../src/mpid/ch4/netmod/part/part_ploggp.c"
+
+#define ITERS 3
+
+static int rank, errs = 0;
+static MPI_Comm pair;   /* ranks 0 and 1 (the others: MPI_COMM_NULL) */
+#include "part_pvar.h"
+
+static void set_int_cvar(const char *name, int v)
+{
+    int idx, cnt;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: cvar %s missing\n", rank, name);
+        errs++;
+        return;
+    }
+    MPI_T_cvar_handle_alloc(idx, NULL, &h, &cnt);
+    if (MPI_T_cvar_write(h, &v) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: cannot write %s\n", rank, name);
+        errs++;
+    }
+    MPI_T_cvar_handle_free(&h);
+}
+
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* one geometry: rank 0 sends, rank 1 receives (only they call it); returns wire messages
+ * per iteration seen */
+static long run(int spart, int rpart, int ints)
+{
+    int *buf = malloc(ints * sizeof(int));
+    MPI_Request req;
+    unsigned long long w0 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
+    if (rank == 0)
+        MPI_Psend_init(buf, spart, ints / spart, MPI_INT, 1, 9, pair, MPI_INFO_NULL, &req);
+    else
+        MPI_Precv_init(buf, rpart, ints / rpart, MPI_INT, 0, 9, pair, MPI_INFO_NULL, &req);
+    for (int it = 0; it < ITERS; it++) {
+        if (rank == 1)
+            memset(buf, 0xff, ints * sizeof(int));
+        MPI_Start(&req);
+        if (rank == 0) {
+            for (int i = 0; i < ints; i++)
+                buf[i] = it * 1000003 + i;
+            for (int p = spart - 1; p >= 0; p--)
+                MPI_Pready(p, req);
+        }
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rank == 1)
+            for (int i = 0; i < ints; i++)
+                if (buf[i] != it * 1000003 + i) {
+                    if (errs < 10)
+                        fprintf(stderr, "iter %d: buf[%d] = %d, expected %d\n", it, i, buf[i],
+                                it * 1000003 + i);
+                    errs++;
+                    break;
+                }
+    }
+    MPI_Request_free(&req);
+    MPI_Barrier(pair);
+    free(buf);
+    unsigned long long w1 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
+    return (long) ((w1 - w0) / ITERS);
+}
+
+int main(int argc, char **argv)
+{
+    char path[96], lfile[96];
+    int off = 0, filewins = 0, provided, size;
+
+    for (int i = 1; i < argc; i++) {
+        off |= strcmp(argv[i], "-off") == 0;
+        filewins |= strcmp(argv[i], "-filewins") == 0;
+    }
+    /* the processes of one launch share their process manager (hydra's proxy) */
+    snprintf(path, sizeof(path), "/tmp/part_calib_init.%d.loggp", (int) getppid());
+    const char *pr = getenv("PMI_RANK");
+    snprintf(lfile, sizeof(lfile), "/tmp/part_calib_init.%d.%s.in.loggp", (int) getpid(),
+             pr ? pr : "x");
+    if (!off)
+        setenv("MPIR_CVAR_PART_LOGGP_CALIBRATE", "1", 1);
+    setenv("MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE", path, 1);
+    setenv("MPIR_CVAR_PART_AGGREGATOR", "ploggp", 1);
+    setenv("MPIR_CVAR_PART_AGGR_OBSERVE", "0", 1);
+    if (filewins) {
+        FILE *f = fopen(lfile, "w");
+        if (f == NULL) {
+            fprintf(stderr, "cannot write %s\n", lfile);
+            return 1;
+        }
+        fputs("transport shm\n0 0.2 5.0 5.0 0.5 1.0e-4\ntransport net\n0 5 10 10 5 1e-3\n", f);
+        fclose(f);
+        setenv("MPIR_CVAR_PART_LOGGP_FILE", lfile, 1);
+    }
+
+    MTest_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+
+    unsigned long long segs = pv_read("part_loggp_calib_segs");
+    unsigned long long us = pv_read("part_loggp_calib_us");
+    int expect = !off && !filewins;
+    if (!expect) {
+        if (segs != 0 || us != 0) {
+            fprintf(stderr, "rank %d: no calibration expected, pvars say %llu segments, "
+                    "%llu us\n", rank, segs, us);
+            errs++;
+        }
+        if (access(path, F_OK) == 0) {
+            fprintf(stderr, "rank %d: %s was written without a calibration\n", rank, path);
+            errs++;
+        }
+        if (rank < 2 && run(8, 8, 8 * 512) < 1) {    /* the plan works (data checked) */
+            fprintf(stderr, "rank %d: no wire message\n", rank);
+            errs++;
+        }
+    } else {
+        unsigned long long v[2] = { segs, us }, lo[2], hi[2];
+        MPI_Allreduce(v, lo, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(v, hi, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (segs < 8 || segs > 16 || us == 0 || lo[0] != hi[0] || lo[1] != hi[1]) {
+            fprintf(stderr, "rank %d: part_loggp_calib_segs %llu (all ranks %llu..%llu), "
+                    "part_loggp_calib_us %llu (%llu..%llu)\n", rank, segs, lo[0], hi[0], us,
+                    lo[1], hi[1]);
+            errs++;
+        }
+        /* which table the calibration replaced: the two processes' path */
+        MPI_Comm shared;
+        int nshared;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+        MPI_Comm_size(shared, &nshared);
+        MPI_Comm_free(&shared);
+        const char *nl = getenv("MPIR_CVAR_NOLOCAL");
+        int local = nshared == size && !(nl && atoi(nl) == 1);
+        const char *name = local ? "shm" : "net";
+        MPIDI_PART_loggp_t table;
+        int line = 0, err = MPIDI_PART_loggp_load(path, name, &table, &line);
+        if (err || table.nsegs != (int) segs || table.seg[0].min_bytes != 8 ||
+            table.seg[table.nsegs - 1].min_bytes != 1048576) {
+            fprintf(stderr, "rank %d: %s: table %s: error %d at line %d, %d segments "
+                    "(pvar: %llu), sizes %lld..%lld (expected 8..1048576)\n", rank, path, name,
+                    err, line, err ? 0 : table.nsegs, segs,
+                    err ? 0LL : (long long) table.seg[0].min_bytes,
+                    err ? 0LL : (long long) table.seg[table.nsegs - 1].min_bytes);
+            errs++;
+        } else if (rank < 2 && !rdma_forced()) {
+            /* the plans follow the measured table (the tag transport's; the RDMA transport
+             * keeps its own tables) */
+            const MPIDI_PART_loggp_t *builtin =
+                MPIDI_PART_loggp_builtin(local ? MPIDI_PART_LOGGP_SHM : MPIDI_PART_LOGGP_TCP);
+            static const struct {
+                int spart, rpart, ints;
+            } geo[] = { {32, 32, 32 * 256}, {32, 16, 1 << 20}, {8, 12, 24 * 1024},
+                        {64, 64, 64 * 4096}, {16, 16, 16 * 2048}, {4, 4, 1 << 18} };
+            static const int spreads[] = { 0, 10, 100, 5000 };
+            long differ = 0;
+            for (int s = 0; s < 4; s++) {
+                set_int_cvar("MPIR_CVAR_PART_AGGR_SPREAD_US", spreads[s]);
+                for (unsigned c = 0; c < sizeof(geo) / sizeof(geo[0]); c++) {
+                    int g = gcd(geo[c].spart, geo[c].rpart);
+                    MPIDI_PART_model_t model = {.delta = spreads[s],
+                        .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
+                    };
+                    MPIDI_PART_problem_t pb = {.bytes = (int64_t) geo[c].ints * sizeof(int),
+                        .send_parts = geo[c].spart,.ngcd = g
+                    };
+                    int k = MPIDI_PART_ploggp_choose(&table, &model, &pb, 0, NULL);
+                    int kb = MPIDI_PART_ploggp_choose(builtin, &model, &pb, 0, NULL);
+                    long want = (g + k - 1) / k;
+                    differ += want != (g + kb - 1) / kb;
+                    long got = run(geo[c].spart, geo[c].rpart, geo[c].ints);
+                    if (got != want) {
+                        fprintf(stderr, "rank %d: spread %d us, %d -> %d partitions, %d ints: "
+                                "%ld wire messages per iteration, the model chose k = %d "
+                                "(%ld) with the measured table\n", rank, spreads[s],
+                                geo[c].spart, geo[c].rpart, geo[c].ints, got, k, want);
+                        errs++;
+                    }
+                }
+            }
+            if (rank == 0 && differ == 0)
+                printf("note: the measured and the built-in %s tables give the same layouts "
+                       "for every problem tried\n", name);
+        }
+    }
+
+    if (pv_session != MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_free(&pv_session);
+    MPI_T_finalize();
+    if (pair != MPI_COMM_NULL)
+        MPI_Comm_free(&pair);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        unlink(path);
+    if (filewins)
+        unlink(lfile);
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
