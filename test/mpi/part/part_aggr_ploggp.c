@@ -36,10 +36,9 @@
 /* the engine's pure model, compiled into this test (no MPICH header in it) */
 #include "../../../src/mpid/ch4/netmod/part/part_ploggp.c"
 
-#define ITERS 3
-
 static int rank, errs = 0;
 #include "part_pvar.h"
+#include "part_geom.h"
 
 static const char *table_text =
     "transport shm\n"
@@ -54,71 +53,6 @@ static const char *table_text =
     "transport rdma-net\n"
     "0      2.0  1.0  1.0  1.0  1.0e-3\n"
     "65536  5.0  4.0  4.0  4.0  5.0e-4\n";
-
-static void set_int_cvar(const char *name, int v)
-{
-    int idx, cnt;
-    MPI_T_cvar_handle h;
-    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: cvar %s missing\n", rank, name);
-        errs++;
-        return;
-    }
-    MPI_T_cvar_handle_alloc(idx, NULL, &h, &cnt);
-    if (MPI_T_cvar_write(h, &v) != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: cannot write %s\n", rank, name);
-        errs++;
-    }
-    MPI_T_cvar_handle_free(&h);
-}
-
-static int gcd(int a, int b)
-{
-    while (b) {
-        int t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* one geometry: rank 0 sends, rank 1 receives; returns wire messages per iteration seen */
-static long run(int spart, int rpart, int ints, MPI_Comm comm)
-{
-    int *buf = malloc(ints * sizeof(int));
-    MPI_Request req;
-    unsigned long long w0 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
-    if (rank == 0)
-        MPI_Psend_init(buf, spart, ints / spart, MPI_INT, 1, 5, comm, MPI_INFO_NULL, &req);
-    else
-        MPI_Precv_init(buf, rpart, ints / rpart, MPI_INT, 0, 5, comm, MPI_INFO_NULL, &req);
-    for (int it = 0; it < ITERS; it++) {
-        if (rank == 1)
-            memset(buf, 0xff, ints * sizeof(int));
-        MPI_Start(&req);
-        if (rank == 0) {
-            for (int i = 0; i < ints; i++)
-                buf[i] = it * 1000003 + i;
-            for (int p = spart - 1; p >= 0; p--)
-                MPI_Pready(p, req);
-        }
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
-        if (rank == 1)
-            for (int i = 0; i < ints; i++)
-                if (buf[i] != it * 1000003 + i) {
-                    if (errs < 10)
-                        fprintf(stderr, "iter %d: buf[%d] = %d, expected %d\n", it, i, buf[i],
-                                it * 1000003 + i);
-                    errs++;
-                    break;
-                }
-    }
-    MPI_Request_free(&req);
-    MPI_Barrier(comm);
-    free(buf);
-    unsigned long long w1 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
-    return (long) ((w1 - w0) / ITERS);
-}
 
 int main(int argc, char **argv)
 {
@@ -177,13 +111,7 @@ int main(int argc, char **argv)
         }
     } else {
         /* which table the engine uses for this peer */
-        MPI_Comm shared;
-        int nshared;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-        MPI_Comm_size(shared, &nshared);
-        MPI_Comm_free(&shared);
-        const char *nl = getenv("MPIR_CVAR_NOLOCAL");
-        int local = nshared == 2 && !(nl && atoi(nl) == 1);
+        int local = part_geom_local();
         const char *prov = getenv("MPIR_CVAR_PART_OFI_PROVIDER");
         const char *tag_name = local ? "shm" : "net";
         const char *name = !rdma_forced() ? tag_name :
@@ -209,18 +137,18 @@ int main(int argc, char **argv)
         for (int s = 0; s < 3; s++) {
             set_int_cvar("MPIR_CVAR_PART_AGGR_SPREAD_US", spreads[s]);
             for (unsigned c = 0; c < sizeof(geo) / sizeof(geo[0]); c++) {
-                int g = gcd(geo[c].spart, geo[c].rpart);
-                MPIDI_PART_model_t model = {.delta = spreads[s],
-                    .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
-                };
-                MPIDI_PART_problem_t pb = {.bytes = (int64_t) geo[c].ints * sizeof(int),
-                    .send_parts = geo[c].spart,.ngcd = g
-                };
-                int k = none ? 1 : MPIDI_PART_ploggp_choose(&table, &model, &pb, 0, NULL);
-                int k_tag = none ? 1 : MPIDI_PART_ploggp_choose(&tag_table, &model, &pb, 0, NULL);
-                long want = (g + k - 1) / k;
-                differ += want != (g + k_tag - 1) / k_tag;
-                long got = run(geo[c].spart, geo[c].rpart, geo[c].ints, MPI_COMM_WORLD);
+                int k, k_tag, g = (int) gcd64(geo[c].spart, geo[c].rpart);
+                long want = part_geom_expect(&table, geo[c].spart, geo[c].rpart, geo[c].ints,
+                                             spreads[s], &k);
+                long want_tag = part_geom_expect(&tag_table, geo[c].spart, geo[c].rpart,
+                                                 geo[c].ints, spreads[s], &k_tag);
+                if (none) {
+                    k = k_tag = 1;
+                    want = want_tag = g;
+                }
+                differ += want != want_tag;
+                long got = part_geom_run(geo[c].spart, geo[c].rpart, geo[c].ints,
+                                         MPI_COMM_WORLD);
                 if (got != want) {
                     fprintf(stderr, "rank %d: spread %d us, %d -> %d partitions, %d ints: %ld "
                             "wire messages per iteration, the model chose k = %d (%ld)\n",
@@ -244,7 +172,7 @@ int main(int argc, char **argv)
         }
         /* a positive AGGR_SIZE overrides the model (ploggp) or is ignored (none) */
         set_int_cvar("MPIR_CVAR_PART_AGGR_SIZE", 4096);
-        long got = run(32, 32, 32 * 256, MPI_COMM_WORLD);       /* 1 KiB gcd-messages */
+        long got = part_geom_run(32, 32, 32 * 256, MPI_COMM_WORLD);  /* 1 KiB gcd-messages */
         long want = none ? 32 : 8;
         if (got != want) {
             fprintf(stderr, "rank %d: AGGR_SIZE 4096 with aggregator %s: %ld wire messages, "

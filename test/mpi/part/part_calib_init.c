@@ -28,82 +28,15 @@
 /* the engine's pure model and parser, compiled into this test (no MPICH header in them) */
 #include "../../../src/mpid/ch4/netmod/part/part_ploggp.c"
 
-#define ITERS 3
-
 static int rank, errs = 0;
 static MPI_Comm pair;   /* ranks 0 and 1 (the others: MPI_COMM_NULL) */
 #include "part_pvar.h"
-
-static void set_int_cvar(const char *name, int v)
-{
-    int idx, cnt;
-    MPI_T_cvar_handle h;
-    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: cvar %s missing\n", rank, name);
-        errs++;
-        return;
-    }
-    MPI_T_cvar_handle_alloc(idx, NULL, &h, &cnt);
-    if (MPI_T_cvar_write(h, &v) != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: cannot write %s\n", rank, name);
-        errs++;
-    }
-    MPI_T_cvar_handle_free(&h);
-}
-
-static int gcd(int a, int b)
-{
-    while (b) {
-        int t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* one geometry: rank 0 sends, rank 1 receives (only they call it); returns wire messages
- * per iteration seen */
-static long run(int spart, int rpart, int ints)
-{
-    int *buf = malloc(ints * sizeof(int));
-    MPI_Request req;
-    unsigned long long w0 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
-    if (rank == 0)
-        MPI_Psend_init(buf, spart, ints / spart, MPI_INT, 1, 9, pair, MPI_INFO_NULL, &req);
-    else
-        MPI_Precv_init(buf, rpart, ints / rpart, MPI_INT, 0, 9, pair, MPI_INFO_NULL, &req);
-    for (int it = 0; it < ITERS; it++) {
-        if (rank == 1)
-            memset(buf, 0xff, ints * sizeof(int));
-        MPI_Start(&req);
-        if (rank == 0) {
-            for (int i = 0; i < ints; i++)
-                buf[i] = it * 1000003 + i;
-            for (int p = spart - 1; p >= 0; p--)
-                MPI_Pready(p, req);
-        }
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
-        if (rank == 1)
-            for (int i = 0; i < ints; i++)
-                if (buf[i] != it * 1000003 + i) {
-                    if (errs < 10)
-                        fprintf(stderr, "iter %d: buf[%d] = %d, expected %d\n", it, i, buf[i],
-                                it * 1000003 + i);
-                    errs++;
-                    break;
-                }
-    }
-    MPI_Request_free(&req);
-    MPI_Barrier(pair);
-    free(buf);
-    unsigned long long w1 = pv_read(rank == 0 ? "part_wire_msgs_sent" : "part_wire_msgs_recvd");
-    return (long) ((w1 - w0) / ITERS);
-}
+#include "part_geom.h"
 
 int main(int argc, char **argv)
 {
     char path[96], lfile[96];
-    int off = 0, filewins = 0, provided, size;
+    int off = 0, filewins = 0, provided;
 
     for (int i = 1; i < argc; i++) {
         off |= strcmp(argv[i], "-off") == 0;
@@ -132,7 +65,6 @@ int main(int argc, char **argv)
 
     MTest_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
 
@@ -149,7 +81,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "rank %d: %s was written without a calibration\n", rank, path);
             errs++;
         }
-        if (rank < 2 && run(8, 8, 8 * 512) < 1) {    /* the plan works (data checked) */
+        /* the plan works (data checked) */
+        if (rank < 2 && part_geom_run(8, 8, 8 * 512, pair) < 1) {
             fprintf(stderr, "rank %d: no wire message\n", rank);
             errs++;
         }
@@ -163,14 +96,8 @@ int main(int argc, char **argv)
                     lo[1], hi[1]);
             errs++;
         }
-        /* which table the calibration replaced: the two processes' path */
-        MPI_Comm shared;
-        int nshared;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-        MPI_Comm_size(shared, &nshared);
-        MPI_Comm_free(&shared);
-        const char *nl = getenv("MPIR_CVAR_NOLOCAL");
-        int local = nshared == size && !(nl && atoi(nl) == 1);
+        /* which table the calibration replaced: the processes' path */
+        int local = part_geom_local();
         const char *name = local ? "shm" : "net";
         MPIDI_PART_loggp_t table;
         int line = 0, err = MPIDI_PART_loggp_load(path, name, &table, &line);
@@ -196,18 +123,13 @@ int main(int argc, char **argv)
             for (int s = 0; s < 4; s++) {
                 set_int_cvar("MPIR_CVAR_PART_AGGR_SPREAD_US", spreads[s]);
                 for (unsigned c = 0; c < sizeof(geo) / sizeof(geo[0]); c++) {
-                    int g = gcd(geo[c].spart, geo[c].rpart);
-                    MPIDI_PART_model_t model = {.delta = spreads[s],
-                        .arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,.msg_cost = -1.0
-                    };
-                    MPIDI_PART_problem_t pb = {.bytes = (int64_t) geo[c].ints * sizeof(int),
-                        .send_parts = geo[c].spart,.ngcd = g
-                    };
-                    int k = MPIDI_PART_ploggp_choose(&table, &model, &pb, 0, NULL);
-                    int kb = MPIDI_PART_ploggp_choose(builtin, &model, &pb, 0, NULL);
-                    long want = (g + k - 1) / k;
-                    differ += want != (g + kb - 1) / kb;
-                    long got = run(geo[c].spart, geo[c].rpart, geo[c].ints);
+                    int k, kb;
+                    long want = part_geom_expect(&table, geo[c].spart, geo[c].rpart,
+                                                 geo[c].ints, spreads[s], &k);
+                    differ += want != part_geom_expect(builtin, geo[c].spart, geo[c].rpart,
+                                                       geo[c].ints, spreads[s], &kb);
+                    long got = part_geom_run(geo[c].spart, geo[c].rpart, geo[c].ints,
+                                             pair);
                     if (got != want) {
                         fprintf(stderr, "rank %d: spread %d us, %d -> %d partitions, %d ints: "
                                 "%ld wire messages per iteration, the model chose k = %d "
