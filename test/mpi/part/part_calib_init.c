@@ -2,8 +2,9 @@
  * part_calib_init.c: the LogGP calibration at MPI_Init (MPIR_CVAR_PART_LOGGP_CALIBRATE).
  *
  * Before MPI_Init every process sets the calibration on (unless -off), names the file rank 0
- * saves the table to (MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE, one path per launch: the process
- * manager's pid), the PLogGP aggregator, and a layout planned at match
+ * saves the table to (MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE, a path of its process manager's
+ * pid; rank 0's is broadcast after MPI_Init, so that ranks on other hosts, which have other
+ * proxies, read the one written), the PLogGP aggregator, and a layout planned at match
  * (MPIR_CVAR_PART_AGGR_OBSERVE=0). What it asserts:
  * - on: part_loggp_calib_segs is the same on every rank, between the 8 measured sizes and 16,
  *   and part_loggp_calib_us is positive and the same everywhere (rank 0's, broadcast);
@@ -67,6 +68,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+    MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, MPI_COMM_WORLD);        /* the file written */
 
     unsigned long long segs = pv_read("part_loggp_calib_segs");
     unsigned long long us = pv_read("part_loggp_calib_us");
