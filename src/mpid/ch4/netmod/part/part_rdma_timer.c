@@ -56,6 +56,8 @@ static struct {
     } out[256];                 /* writes a tick pass sends (the ticking thread's) */
 } rt = {.next_due = INT64_MAX };
 
+static int tick(int64_t now);
+
 static inline void due_min(int64_t due)
 {
     int64_t cur = __atomic_load_n(&rt.next_due, __ATOMIC_RELAXED);
@@ -398,7 +400,9 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
             MPIDI_PART_tgroup_end(&t->g[closed[i]], now);
         MPID_Thread_mutex_unlock(&t->lock, &err);
     }
-    int err2 = MPIDI_PART_rtimer_progress();    /* other groups' deadlines */
+    /* other groups' deadlines, at this call's clock read while it is fresh (taken after
+     * the writes, or no write posted since): a second read is 35-45 ns here */
+    int err2 = tick((nclosed || nw == 0) && now >= 0 ? (int64_t) (now * 1000.0) : -1);
     return mpi_errno ? mpi_errno : err2;
 }
 
@@ -465,12 +469,14 @@ int MPIDI_PART_rtimer_parrived(MPIDI_PART_op_t * op, int partition)
 
 /* ---- deadlines from progress ----------------------------------------------------------- */
 
-int MPIDI_PART_rtimer_progress(void)
+/* A tick pass at now (ns; < 0: the clock is read, only when a deadline is pending). */
+static int tick(int64_t now)
 {
     int64_t due = __atomic_load_n(&rt.next_due, __ATOMIC_ACQUIRE);
     if (likely(due == INT64_MAX))
         return MPI_SUCCESS;
-    int64_t now = MPIDI_PART_now_ns();
+    if (now < 0)
+        now = MPIDI_PART_now_ns();
     if (now < due || __atomic_exchange_n(&rt.ticking, 1, __ATOMIC_ACQUIRE))
         return MPI_SUCCESS;
 
@@ -513,4 +519,9 @@ int MPIDI_PART_rtimer_progress(void)
         mpi_errno = send_writes(rt.out[i].op, &rt.out[i].w, 1, mpi_errno);
     __atomic_store_n(&rt.ticking, 0, __ATOMIC_RELEASE);
     return mpi_errno;
+}
+
+int MPIDI_PART_rtimer_progress(void)
+{
+    return tick(-1);
 }
