@@ -401,7 +401,7 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
         MPID_Thread_mutex_unlock(&t->lock, &err);
     }
     /* other groups' deadlines, at this call's clock read while it is fresh (taken after
-     * the writes, or no write posted since): a second read is 35-45 ns here */
+     * the writes, or no write posted since): a second read is 26-46 ns here */
     int err2 = tick((nclosed || nw == 0) && now >= 0 ? (int64_t) (now * 1000.0) : -1);
     return mpi_errno ? mpi_errno : err2;
 }
