@@ -205,6 +205,69 @@ TEST(PartTimer, RandomOrdersSendEveryPartitionExactlyOnce)
     }
 }
 
+// Firing scans only the span of what waits (MPIDI_PART_tgroup_t.lo and the pending count):
+// whatever the order of readies, ticks, flushes and hurries, every call that sends returns
+// exactly the maximal stretches of the ready-unsent partitions, as a full scan would find.
+TEST(PartTimer, FiredRunsAreTheMaximalStretchesOfWhatWaited)
+{
+    std::mt19937_64 rng(11);
+    for (int it = 0; it < 3000; ++it) {
+        const int32_t n = 1 + (int32_t) (rng() % 64);
+        Group G(n, (double) (rng() % 20));
+        std::vector<int32_t> order(n);
+        for (int32_t i = 0; i < n; ++i)
+            order[i] = i;
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<uint8_t> waiting(n, 0);     // the shadow: ready, not sent
+        auto stretches = [&]() {
+            Runs r;
+            for (int32_t p = 0; p < n;) {
+                if (!waiting[p]) {
+                    p++;
+                    continue;
+                }
+                int32_t q = p;
+                while (q < n && waiting[q])
+                    q++;
+                r.emplace_back(p, q - p);
+                p = q;
+            }
+            return r;
+        };
+        auto check = [&](const Runs &got, const Runs &want) {
+            if (got.empty())
+                return;
+            ASSERT_EQ(got, want) << "it " << it;
+            for (auto [f, c] : got)
+                for (int32_t p = f; p < f + c; ++p)
+                    waiting[p] = 0;
+        };
+        double now = 0;
+        for (int32_t p : order) {
+            now += (double) (rng() % 6);
+            switch (rng() % 4) {
+            case 0:
+                check(G.tick(now), stretches());
+                break;
+            case 1:
+                check(G.collect(MPIDI_PART_tgroup_flush(&G.g, G.buf.data())), stretches());
+                break;
+            case 2:
+                if (!G.g.hurry)
+                    check(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), stretches());
+                break;
+            default:
+                break;
+            }
+            waiting[p] = 1;
+            check(G.ready(p, now), stretches());
+            check(G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data())), stretches());
+        }
+        ASSERT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g)) << "it " << it;
+        ASSERT_EQ(stretches(), Runs{}) << "it " << it;
+    }
+}
+
 TEST(PartTimer, DefaultTimeoutFromTheModel)
 {
     MPIDI_PART_loggp_t t{};

@@ -21,6 +21,7 @@ void MPIDI_PART_tgroup_reset(MPIDI_PART_tgroup_t * g)
     g->nready = 0;
     g->nsent = 0;
     g->pending = 0;
+    g->lo = g->nparts;
     g->deadline = 0;
     g->hurry = 0;
     g->first = 0;
@@ -32,12 +33,14 @@ int MPIDI_PART_tgroup_due(const MPIDI_PART_tgroup_t * g, double now)
     return g->pending > 0 && g->timeout >= 0 && now >= g->deadline;
 }
 
-/* Fire: one run per maximal stretch of ready-unsent partitions. */
+/* Fire: one run per maximal stretch of ready-unsent partitions. The scan covers only
+ * their span (from g->lo until all `pending` are found): the last MPI_Pready of a hurried
+ * group of 64 fires one partition after scanning one or two, not 64. */
 static int32_t fire(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
 {
-    int32_t nruns = 0;
+    int32_t nruns = 0, left = g->pending;
     g->pending = 0;
-    for (int32_t p = 0; p < g->nparts;) {
+    for (int32_t p = g->lo; left > 0 && p < g->nparts;) {
         if (g->state[p] != MPIDI_PART_TG_READY) {
             p++;
             continue;
@@ -49,8 +52,10 @@ static int32_t fire(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
         runs[nruns].count = q - p;
         nruns++;
         g->nsent += q - p;
+        left -= q - p;
         p = q;
     }
+    g->lo = g->nparts;
     return nruns;
 }
 
@@ -75,6 +80,8 @@ int32_t MPIDI_PART_tgroup_ready(MPIDI_PART_tgroup_t * g, int32_t p, double now,
     if (g->nready == g->nparts && now >= 0)
         g->spread = now - g->first;     /* untimed: MPIDI_PART_tgroup_end */
     g->state[p] = MPIDI_PART_TG_READY;
+    if (p < g->lo)
+        g->lo = p;
     /* the group is complete (everything waiting goes now), or the deadline passed
      * unnoticed (no tick since): this call fires, p included */
     if (g->nready == g->nparts || MPIDI_PART_tgroup_due(g, now))

@@ -48,6 +48,8 @@ typedef struct MPIDI_PART_tgroup {
     int32_t nready;             /* readied in this iteration */
     int32_t nsent;              /* sent in this iteration */
     int32_t pending;            /* ready, not sent: the deadline below applies to them */
+    int32_t lo;                 /* none of them is before this partition (nparts: none);
+                                 * firing scans from here, not from 0 */
     double timeout;             /* us; 0: no waiting; < 0: never fire */
     double deadline;            /* first of the pending ready + timeout (pending > 0) */
     int32_t hurry;              /* 1: hurried for the rest of the iteration (halving
