@@ -41,6 +41,16 @@ struct Group {
     }
 };
 
+// 0..n-1 in a random order.
+std::vector<int32_t> shuffled(int32_t n, std::mt19937_64 &rng)
+{
+    std::vector<int32_t> order(n);
+    for (int32_t i = 0; i < n; ++i)
+        order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    return order;
+}
+
 }  // namespace
 
 TEST(PartTimer, WholeGroupBeforeDeadlineGoesAsOneWrite)
@@ -178,10 +188,7 @@ TEST(PartTimer, RandomOrdersSendEveryPartitionExactlyOnce)
     for (int it = 0; it < 2000; ++it) {
         const int32_t n = 1 + (int32_t) (rng() % 40);
         Group G(n, (double) (rng() % 30));
-        std::vector<int32_t> order(n);
-        for (int32_t i = 0; i < n; ++i)
-            order[i] = i;
-        std::shuffle(order.begin(), order.end(), rng);
+        const std::vector<int32_t> order = shuffled(n, rng);
         std::vector<int> sent(n, 0);
         int writes = 0;
         double now = 0;
@@ -214,10 +221,7 @@ TEST(PartTimer, FiredRunsAreTheMaximalStretchesOfWhatWaited)
     for (int it = 0; it < 3000; ++it) {
         const int32_t n = 1 + (int32_t) (rng() % 64);
         Group G(n, (double) (rng() % 20));
-        std::vector<int32_t> order(n);
-        for (int32_t i = 0; i < n; ++i)
-            order[i] = i;
-        std::shuffle(order.begin(), order.end(), rng);
+        const std::vector<int32_t> order = shuffled(n, rng);
         std::vector<uint8_t> waiting(n, 0);     // the shadow: ready, not sent
         auto stretches = [&]() {
             Runs r;
