@@ -14,7 +14,7 @@
 #      tcp;ofi_rxm providers, and once over the verbs backend (MPIR_CVAR_PART_TRANSPORT=verbs)
 #      on the verbs emulator (LD_LIBRARY_PATH=test/verbs-emu/build), adding testlist.verbs
 #      (error completions, small queues, several queue pairs); testlist.dtp only in the
-#      shm, nolocal and ofi-shm modes
+#      shm and ofi-shm modes
 #   4. two hosts: network namespaces joined by a veth pair, hydra launching across them
 #      (maint/twohost/run-tests.sh; reported as skipped where namespaces cannot be made)
 #   5. the demo, which verifies its data
@@ -147,16 +147,23 @@ tap_count() {   # tap_count TAPFILE [RUNTESTS_LOG] -> "passed failed"
     echo "$p $f"
 }
 
+# The test programs are compiled by the first mode and kept for the others
+# (MPITEST_CLEANUP=0; runtests deletes each program after its run otherwise, and compiling
+# them again cost about 4 minutes per mode).
 for mode in $TEST_MODES; do
-    lists=testlist,testlist.dtp,testlist.cvar
+    lists=testlist,testlist.dtp,testlist.cvar,testlist.large
     case $mode in
         shm) envs="" ;;
-        nolocal) envs="MPIR_CVAR_NOLOCAL=1" ;;
+        nolocal) envs="MPIR_CVAR_NOLOCAL=1"
+            # the datatype pingping sweeps take the same engine path as in shm mode (the
+            # tag transport; only UCX's transport below differs): ~150 s for nothing new
+            # (and part_large, testlist.large, likewise)
+            lists=testlist,testlist.cvar ;;
         ofi-shm) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm" ;;
         ofi-tcp) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm"
             # the datatype pingping sweeps over the RDMA transport run in ofi-shm; here
             # they would add ~80 s of TCP round trips to CI's budget and nothing new
-            lists=testlist,testlist.cvar ;;
+            lists=testlist,testlist.cvar,testlist.large ;;
         verbs)
             # the emulator replaces libibverbs for our ranks only; UCX keeps to shared memory
             # and TCP (its InfiniBand modules would find the emulated device too)
@@ -165,11 +172,11 @@ for mode in $TEST_MODES; do
             # testlist.dtp's datatype pingping sweeps stay out: under the emulator every
             # operation's registration reads /proc/self/maps, so each takes 10-60 s (about
             # 15 minutes in all); the engine's own suite covers the same code
-            lists=testlist,testlist.cvar,testlist.verbs ;;
+            lists=testlist,testlist.cvar,testlist.verbs,testlist.large ;;
         *) die "unknown test mode '$mode' (shm, nolocal, ofi-shm, ofi-tcp, verbs)" ;;
     esac
     step "MPICH test suite part/ and threads/part/, mode $mode ${envs:+($envs)}"
-    ( cd "$tb" && env $envs MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-300} ./runtests -srcdir="$tsrc" \
+    ( cd "$tb" && env $envs MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-300} MPITEST_CLEANUP=0 ./runtests -srcdir="$tsrc" \
         -tests=$lists -testdirs=part,threads/part \
         -mpiexec="$PREFIX/bin/mpiexec" -tapfile="$RESULTS/part-$mode.tap" \
         -junitfile="$RESULTS/part-$mode.junit.xml" -xmlfile="$RESULTS/part-$mode.xml" \
