@@ -207,7 +207,7 @@ if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -pthread -o "$BUILD_DIR/par
    && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$BUILD_DIR/part_demo" --iters 5 > "$RESULTS/demo.log" 2>&1; then
     record demo 1 0
 else
-    tail -20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null
+    tail -20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null || true
     record demo 0 1
 fi
 
@@ -221,19 +221,21 @@ fi
 # 4097 bytes, and the demo must run over the RDMA transport with the file.
 # A step of about 1 us can hide under a busy machine's noise (one run in 15 missed it here
 # before the tool confirmed its brackets again, a third of the runs with a busy loop beside
-# them), so each calibration gets up to 3 attempts, each from the file as it was before;
+# them; on 2026-11-28 3 attempts in a row missed libfabric shm's, before the tool measured
+# a bracket's lower end again before deciding), so each calibration gets up to 5 attempts
+# (about 2 s each), each from the file as it was before;
 # every attempt's output stays in the log, and an attempt beyond the first is reported.
 step "calibration tool (tools/part-calibrate, short runs; the engine reads its file)"
 cal=$BUILD_DIR/part_calibrate
 calfile=$RESULTS/calibrate.loggp
 # calibrate LOG PATTERN ARGS...: the tool on 2 ranks writing $calfile until its output
-# has a line matching PATTERN, at most 3 attempts
+# has a line matching PATTERN, at most 5 attempts
 calibrate() {
     local log=$RESULTS/$1 pat=$2 attempt
     shift 2
     rm -f "$log" "$calfile.before"
     [ ! -f "$calfile" ] || cp "$calfile" "$calfile.before"
-    for attempt in 1 2 3; do
+    for attempt in 1 2 3 4 5; do
         [ ! -f "$calfile.before" ] || cp "$calfile.before" "$calfile"
         echo "## attempt $attempt: $*" >> "$log"
         timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$cal" -o "$calfile" "$@" > "$log.try" 2>&1 \
@@ -267,9 +269,10 @@ if "$PREFIX/bin/mpicc" -O2 -Wall -Wextra -c -o "$cal-fit.o" "$partdir/part_loggp
         -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-rdma-demo.log" 2>&1; then
     record calibrate 1 0
 else
+    # (a log the chain did not reach is missing: tail's status must not end the script)
     tail -20 "$RESULTS/calibrate-build.log" "$RESULTS/calibrate.log" \
         "$RESULTS/calibrate-demo.log" "$RESULTS/calibrate-rdma.log" \
-        "$RESULTS/calibrate-rdma-demo.log" 2>/dev/null
+        "$RESULTS/calibrate-rdma-demo.log" 2>/dev/null || true
     record calibrate 0 1
 fi
 
