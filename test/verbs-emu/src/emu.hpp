@@ -36,7 +36,7 @@ constexpr uint32_t kCqeChunks = 4096;  // arena of 262144 CQEs shared by all CQs
 constexpr uint32_t kMaxCqe = 65536;
 constexpr uint32_t kAsyncRing = 32;
 constexpr uint32_t kMaxRdAtomic = 16;
-constexpr uint32_t kMaxMsg = 1u << 30;
+constexpr uint32_t kMaxMsg = 1u << 30;  // the port's max_msg_sz unless VERBSEMU_MAX_MSG lowers it
 
 // Injected faults (VERBSEMU_FAULT).
 enum Fault : int32_t {
@@ -261,6 +261,7 @@ struct Local {
   int tx_sock = -1;  // unbound datagram socket used to wake other processes
   std::vector<FaultRule> faults;
   bool faults_parsed = false;
+  uint32_t max_msg = kMaxMsg;  // VERBSEMU_MAX_MSG, read at every ibv_open_device
   uint64_t send_wr_count = 0;
   std::vector<std::string> leak_notes;
   EmuCq* cq[kMaxCq] = {};
@@ -285,6 +286,8 @@ void send_wakeup(const char* kind, uint64_t id, const void* msg, size_t len);
 void reap_dead();
 void parse_faults();
 bool leak_check_enabled();
+void parse_max_msg();
+uint32_t max_msg();  // the port's max_msg_sz: VERBSEMU_MAX_MSG, else kMaxMsg
 void diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Slot allocation: returns kNil when the table is full. The generation counter survives.

@@ -359,6 +359,25 @@ void parse_faults() {
   }
 }
 
+// VERBSEMU_MAX_MSG=bytes (1 .. kMaxMsg): a smaller max_msg_sz, so that tests can reach what
+// a consumer does with a message above the port's limit without moving a gigabyte. Read at
+// every ibv_open_device (like VERBSEMU_FAULT); anything else is a mistake in the test's
+// environment: a message and abort().
+void parse_max_msg() {
+  g.max_msg = kMaxMsg;
+  const char* s = getenv("VERBSEMU_MAX_MSG");
+  if (!s || !*s) return;
+  char* end = nullptr;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (*end != '\0' || n == 0 || n > kMaxMsg) {
+    diag("VERBSEMU_MAX_MSG=%s: want a byte count from 1 to %u", s, kMaxMsg);
+    abort();
+  }
+  g.max_msg = static_cast<uint32_t>(n);
+}
+
+uint32_t max_msg() { return g.max_msg; }
+
 bool leak_check_enabled() {
   const char* s = getenv("VERBSEMU_CHECK_LEAKS");
   return s && *s && strcmp(s, "0") != 0;

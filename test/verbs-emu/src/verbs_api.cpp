@@ -421,7 +421,7 @@ void fill_port(uint32_t cslot, ibv_port_attr& p) {
   p.active_mtu = IBV_MTU_4096;
   p.gid_tbl_len = 1;
   p.port_cap_flags = 0;
-  p.max_msg_sz = kMaxMsg;
+  p.max_msg_sz = max_msg();
   p.pkey_tbl_len = 1;
   p.lid = g.reg->ctx[cslot].lid;
   p.sm_lid = 1;
@@ -477,6 +477,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     Guard lk;
     Registry& r = *g.reg;
     parse_faults();
+    parse_max_msg();
     reap_dead();
     uint32_t s = alloc_slot(r.ctx);
     if (s == kNil) {

@@ -1097,6 +1097,45 @@ void t_state_machine2() {
   });
 }
 
+// VERBSEMU_MAX_MSG lowers the port's max_msg_sz: a write of exactly that many bytes lands, one
+// byte more completes with IBV_WC_LOC_LEN_ERR and writes nothing.
+void t_max_msg() {
+  run_pair("VERBSEMU_MAX_MSG=4096: port max_msg_sz 4096, a 4096-byte write lands, 4097 bytes get "
+           "IBV_WC_LOC_LEN_ERR and write nothing",
+           [](int role, Link& l) {
+             setenv("VERBSEMU_MAX_MSG", "4096", 1);
+             Opts o;
+             o.buflen = 3 * 4096;
+             Ep e = make_ep(o);
+             ibv_port_attr pa;
+             CHECK_EQ(ibv_query_port(e.ctx, 1, &pa), 0);
+             CHECK_EQ(pa.max_msg_sz, 4096u);
+             Info peer = exchange(l, e);
+             connect(e, peer, o);
+             l.signal('c');
+             l.wait('c');
+             if (role == 1) {
+               for (size_t i = 0; i < 2 * 4096 + 1; i++) e.buf[i] = static_cast<uint8_t>(i * 7 + 1);
+               CHECK_EQ(post_write(e, 1, e.buf, 4096, e.mr->lkey, peer.addr, peer.rkey), 0);
+               ibv_wc wc = wait_wc(e.cq);
+               CHECK_EQ(wc.wr_id, 1);
+               CHECK_STATUS(wc, IBV_WC_SUCCESS);
+               CHECK_EQ(post_write(e, 2, e.buf + 4096, 4097, e.mr->lkey, peer.addr + 4096, peer.rkey), 0);
+               wc = wait_wc(e.cq);
+               CHECK_EQ(wc.wr_id, 2);
+               CHECK_STATUS(wc, IBV_WC_LOC_LEN_ERR);
+               l.signal('d');
+             } else {
+               l.wait('d');
+               for (size_t i = 0; i < 4096; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i * 7 + 1));
+               CHECK(all_fill(e.buf + 4096, e.len - 4096));
+             }
+             l.signal('x');
+             l.wait('x');
+             destroy_ep(e);
+           });
+}
+
 void t_faults() {
   const struct {
     const char* spec;
@@ -1458,6 +1497,7 @@ int main(int argc, char** argv) {
       {"states", t_state_machine},
       {"states2", t_state_machine2},
       {"faults", t_faults},
+      {"maxmsg", t_max_msg},
       {"srq", t_srq},
       {"events", t_events},
       {"inline", t_inline},
