@@ -129,13 +129,32 @@ TEST(LoggpFit, LatencyIsHalfTheRoundTripLessTheOverheadsAndTheBytes)
 
 TEST(LoggpFit, StepTests)
 {
-    // a candidate: the overhead more than doubles and grows by more than 1 us
-    EXPECT_TRUE(calib::step_candidate(pt(8255, 0, 0.3, 0.3), pt(16384, 0, 2.0, 2.0)));
-    EXPECT_FALSE(calib::step_candidate(pt(8255, 0, 0.3, 0.3), pt(16384, 0, 0.6, 0.6)));
-    EXPECT_FALSE(calib::step_candidate(pt(64, 0, 0.1, 0.1), pt(128, 0, 0.4, 0.4)));   // < 1 us
+    using calib::Step;
+    const Step O = Step::Overhead, R = Step::RoundTrip;
+    // overhead: a candidate when it more than doubles and grows by more than 1 us
+    EXPECT_TRUE(calib::step_candidate(pt(8255, 0, 0.3, 0.3), pt(16384, 0, 2.0, 2.0), O));
+    EXPECT_FALSE(calib::step_candidate(pt(8255, 0, 0.3, 0.3), pt(16384, 0, 0.6, 0.6), O));
+    EXPECT_FALSE(calib::step_candidate(pt(64, 0, 0.1, 0.1), pt(128, 0, 0.4, 0.4), O));   // < 1 us
     // confirmed across a narrow bracket: at least 1.5x
-    EXPECT_TRUE(calib::step_confirmed(pt(8255, 0, 1.0, 1.0), pt(8256, 0, 1.5, 1.5)));
-    EXPECT_FALSE(calib::step_confirmed(pt(8255, 0, 1.0, 1.0), pt(8256, 0, 1.4, 1.4)));
+    EXPECT_TRUE(calib::step_confirmed(pt(8255, 0, 1.0, 1.0), pt(8256, 0, 1.5, 1.5), O));
+    EXPECT_FALSE(calib::step_confirmed(pt(8255, 0, 1.0, 1.0), pt(8256, 0, 1.4, 1.4), O));
+    // round trip (PRTT(1,0,s)): libfabric shm's 4096 -> 16384 (2.9 -> 4.3 us) with the
+    // overheads flat (1.5 -> 1.8) is a candidate of that kind only
+    const Point lo = pt(4096, 0, 0.8, 0.7, 2.9), hi = pt(16384, 0, 0.7, 1.1, 4.3);
+    EXPECT_FALSE(calib::step_candidate(lo, hi, O));
+    EXPECT_TRUE(calib::step_candidate(lo, hi, R));
+    EXPECT_FALSE(calib::step_candidate(pt(4096, 0, 0.1, 0.1, 2.9), pt(4608, 0, 0.1, 0.1, 3.3), R));  // < 1.2x
+    EXPECT_FALSE(calib::step_candidate(pt(64, 0, 0.1, 0.1, 1.0), pt(128, 0, 0.1, 0.1, 1.4), R));     // < 0.5 us
+    // only up to 64 KiB: above, the transfer's own time makes every bracket grow
+    EXPECT_FALSE(calib::step_candidate(pt(65536, 0, 1, 1, 10), pt(262144, 0, 1, 1, 30), R));
+    // its confirmation across one byte: 15 % and 0.4 us (2.91 -> 3.65 measured here)
+    EXPECT_TRUE(calib::step_confirmed(pt(4096, 0, 0.8, 0.7, 2.91), pt(4097, 0, 0.9, 0.9, 3.65), R));
+    EXPECT_FALSE(calib::step_confirmed(pt(4096, 0, 0.8, 0.7, 2.91), pt(4097, 0, 0.9, 0.9, 3.2), R));
+    EXPECT_FALSE(calib::step_confirmed(pt(64, 0, 0.1, 0.1, 1.0), pt(65, 0, 0.1, 0.1, 1.3), R));
+    EXPECT_DOUBLE_EQ(calib::step_value(lo, R), 2.9);
+    EXPECT_DOUBLE_EQ(calib::step_split(lo, hi, R), 1.1 * 2.9);     // 8192's 3.4 is above it
+    EXPECT_DOUBLE_EQ(calib::step_split(pt(8255, 0, 0.5, 0.5), pt(16384, 0, 2.0, 2.0), O), 2.0);
+    EXPECT_DOUBLE_EQ(calib::step_value(lo, O), 1.5);
 }
 
 TEST(LoggpFit, TheWrittenTableIsWhatTheEngineReads)

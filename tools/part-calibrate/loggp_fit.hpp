@@ -28,18 +28,32 @@ inline double overhead(const Point &p)
     return MPIDI_PART_calib_overhead(&p);
 }
 
-// Whether the overhead between two neighbouring listed sizes grows enough to look for a
-// protocol step between them (more than doubles, and by more than 1 us).
-inline bool step_candidate(const Point &lo, const Point &hi)
+// What a protocol step shows in (part_loggp_fit.h): the overhead o_s + o_r, or the round
+// trip PRTT(1,0,s).
+enum class Step { Overhead = MPIDI_PART_CALIB_STEP_OVERHEAD, RoundTrip = MPIDI_PART_CALIB_STEP_RTT };
+
+inline double step_value(const Point &p, Step k)
 {
-    return MPIDI_PART_calib_step_candidate(&lo, &hi) != 0;
+    return MPIDI_PART_calib_step_value(&p, static_cast<int>(k));
 }
 
-// Whether a bracket narrowed down to neighbouring sizes is a step (the overhead jumps by half
-// or more across it), not a slope.
-inline bool step_confirmed(const Point &lo, const Point &hi)
+// Whether that quantity grows enough between two neighbouring listed sizes to look for a
+// protocol step between them.
+inline bool step_candidate(const Point &lo, const Point &hi, Step k)
 {
-    return MPIDI_PART_calib_step_confirmed(&lo, &hi) != 0;
+    return MPIDI_PART_calib_step_candidate(&lo, &hi, static_cast<int>(k)) != 0;
+}
+
+// Bisection toward a step: a size whose value is above this belongs to the upper side.
+inline double step_split(const Point &lo, const Point &hi, Step k)
+{
+    return MPIDI_PART_calib_step_split(&lo, &hi, static_cast<int>(k));
+}
+
+// Whether a bracket narrowed down to neighbouring sizes is a step, not a slope.
+inline bool step_confirmed(const Point &lo, const Point &hi, Step k)
+{
+    return MPIDI_PART_calib_step_confirmed(&lo, &hi, static_cast<int>(k)) != 0;
 }
 
 // Least squares of gall = g + G*s over points [a, b), weighted by 1/gall^2 (relative

@@ -200,56 +200,75 @@ Point measure(const Options & opt, int64_t s)
 }
 
 // ---- protocol switches -------------------------------------------------------------------
-// Between two listed sizes whose per-message overhead o_s + o_r more than doubles (and grows
-// by more than 1 us), the MPI may have changed protocol (eager to rendezvous, a copy to a
-// registration). A model that used the smaller size's segment up to the larger size would
-// then see the cheap protocol where the expensive one runs. So wherever the overhead grows,
-// the lower end is measured again (the lower of two: noise only adds time) before that test,
-// and where it passes the bracket is bisected (a midpoint
-// belongs to the upper side when its overhead, the lower of two measurements, is above the
-// geometric mean of the ends) down to one byte below 64 KiB (1/1024 of the size above).
-// Then both ends are measured again, up to kConfirm times keeping the lower values (a busy
-// machine can slow several measurements in a row), and it is a switch when the overhead
-// jumps by half or more across that narrow bracket; a slope (large rendezvous messages,
-// whose overhead includes the transfer) does not. Both ends of a switch become segments,
-// the upper one being the first size that pays the expensive protocol. Within the 16
-// segments of a file.
+// Between two listed sizes, the MPI may change protocol (eager to rendezvous, an inline copy
+// to a copy by system call or a registration). A model that used the smaller size's segment
+// up to the larger size would then see the cheap protocol where the expensive one runs. A
+// step shows in the per-message overhead o_s + o_r (MPICH's shared memory at 8256 bytes) or
+// in the round trip PRTT(1,0,s) (libfabric shm at 4097 bytes); calib::step_candidate says
+// which bracket grows enough in either to look. The lower end is measured again first (the
+// lower of two: noise only adds time; below 64 KiB always, above only where it grows), and
+// where a bracket passes it is bisected on that quantity (a midpoint belongs to the upper
+// side when its value, the lower of two measurements, is above calib::step_split) down to one byte below 64 KiB (1/1024 of the size above). Then both ends are measured
+// again, up to kConfirm times keeping the lower values (a busy machine can slow several
+// measurements in a row), and it is a switch when calib::step_confirmed holds across that
+// narrow bracket; a slope (large rendezvous messages, whose overhead includes the transfer)
+// does not. Both ends of a switch become segments, the upper one being the first size that
+// pays the expensive protocol. Within the 16 segments of a file.
 
 constexpr int kConfirm = 4;
 
-Point lower_of_two(const Options & opt, const Point & p)
+Point lower_of_two(const Options & opt, const Point & p, calib::Step k)
 {
     const Point q = measure(opt, p.s);
-    return calib::overhead(q) < calib::overhead(p) ? q : p;
+    return calib::step_value(q, k) < calib::step_value(p, k) ? q : p;
+}
+
+const char *step_name(calib::Step k)
+{
+    return k == calib::Step::RoundTrip ? "round trip" : "o_s + o_r";
 }
 
 void refine_switches(const Options & opt, std::vector<Point> & pts)
 {
     for (size_t i = 0; i + 1 < pts.size(); ++i) {
         Point lo = pts[i], hi = pts[i + 1];
-        if (calib::overhead(hi) <= calib::overhead(lo))
+        bool found = false;
+        calib::Step k = calib::Step::Overhead;
+        for (calib::Step kind : {calib::Step::Overhead, calib::Step::RoundTrip}) {
+            // the lower end measured again before deciding: a noisy lower end can hide a
+            // step (libfabric shm's 4096 -> 4097 read 2.0 -> 3.0 us, not a candidate, in one
+            // run of three; on 2026-11-29 it showed only in the round trip) and would
+            // misplace the midpoints
+            if (lo.s >= 65536 && calib::step_value(hi, kind) <= calib::step_value(lo, kind))
+                continue;
+            const Point l = lower_of_two(opt, lo, kind);
+            if (calib::step_candidate(l, hi, kind)) {
+                lo = l;
+                k = kind;
+                found = true;
+                break;
+            }
+        }
+        if (!found)
             continue;
-        // the lower end measured again before deciding: a noisy lower end can hide a step
-        // (libfabric shm's 4096 -> 4097 read 2.0 -> 3.0 us, not a candidate, in one run of
-        // three) and would misplace the midpoints
-        lo = lower_of_two(opt, lo);
-        if (!calib::step_candidate(lo, hi))
-            continue;
-        const double a = calib::overhead(lo), b = calib::overhead(hi);
+        const double split = calib::step_split(lo, hi, k);
         const int64_t res = lo.s < 65536 ? 1 : lo.s / 1024;
         while (hi.s - lo.s > res) {
-            const Point q = lower_of_two(opt, measure(opt, lo.s + (hi.s - lo.s) / 2));
-            (calib::overhead(q) > std::sqrt(a * b) ? hi : lo) = q;
+            const Point q = lower_of_two(opt, measure(opt, lo.s + (hi.s - lo.s) / 2), k);
+            (calib::step_value(q, k) > split ? hi : lo) = q;
         }
         for (int confirm = 0; confirm < kConfirm; ++confirm) {
-            lo = lower_of_two(opt, lo);
-            hi = lower_of_two(opt, hi);
-            if (calib::step_confirmed(lo, hi))
+            lo = lower_of_two(opt, lo, k);
+            hi = lower_of_two(opt, hi, k);
+            if (calib::step_confirmed(lo, hi, k))
                 break;
         }
-        if (!calib::step_confirmed(lo, hi)) {
-            std::printf("no protocol switch between %lld and %lld bytes: the overhead grows "
-                        "with the size\n", (long long) pts[i].s, (long long) pts[i + 1].s);
+        if (!calib::step_confirmed(lo, hi, k)) {
+            std::printf("no protocol switch between %lld and %lld bytes: the %s grows with "
+                        "the size (%lld -> %lld bytes: %.3f -> %.3f us)\n",
+                        (long long) pts[i].s, (long long) pts[i + 1].s, step_name(k),
+                        (long long) lo.s, (long long) hi.s, calib::step_value(lo, k),
+                        calib::step_value(hi, k));
             continue;
         }
         std::vector<Point> add;     // an end that is a listed size keeps its lower value
@@ -266,9 +285,9 @@ void refine_switches(const Options & opt, std::vector<Point> & pts)
                         "sizes\n", (long long) lo.s, (long long) hi.s, kMaxSizes);
             continue;
         }
-        std::printf("protocol switch between %lld and %lld bytes (o_s + o_r %.3f -> %.3f us)\n",
-                    (long long) lo.s, (long long) hi.s, calib::overhead(lo),
-                    calib::overhead(hi));
+        std::printf("protocol switch between %lld and %lld bytes (%s %.3f -> %.3f us)\n",
+                    (long long) lo.s, (long long) hi.s, step_name(k),
+                    calib::step_value(lo, k), calib::step_value(hi, k));
         pts.insert(pts.begin() + (long) i + 1, add.begin(), add.end());
         i += add.size();
     }

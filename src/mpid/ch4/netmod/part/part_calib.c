@@ -206,43 +206,55 @@ static MPIDI_PART_calib_pt_t measure(link_t * l, int64_t s)
     return p;
 }
 
-static MPIDI_PART_calib_pt_t lower_of_two(link_t * l, MPIDI_PART_calib_pt_t p)
+static MPIDI_PART_calib_pt_t lower_of_two(link_t * l, MPIDI_PART_calib_pt_t p, int kind)
 {
     MPIDI_PART_calib_pt_t q = measure(l, p.s);
-    return MPIDI_PART_calib_overhead(&q) < MPIDI_PART_calib_overhead(&p) ? q : p;
+    return MPIDI_PART_calib_step_value(&q, kind) < MPIDI_PART_calib_step_value(&p, kind) ? q : p;
 }
 
 /* Where o_s + o_r steps up between two listed sizes, bisect to the protocol switch and add
- * its two ends (part_calibrate.cpp's refine_switches, fewer confirmations). Returns the
- * new number of points. */
+ * its two ends (part_calibrate.cpp's refine_switches, fewer confirmations). Returns the new
+ * number of points. These are MPI messages, whose switches in MPICH 4.0.2 show in the
+ * overhead (shared memory's at 8256 bytes); the tool also looks for steps in the round trip
+ * (libfabric shm's, -f), which here would bisect slopes out of MPI_Init's budget. */
 static int refine(link_t * l, MPIDI_PART_calib_pt_t * pts, int n)
 {
+    static const int kinds[] = { MPIDI_PART_CALIB_STEP_OVERHEAD };
+    const int nkinds = (int) (sizeof(kinds) / sizeof(kinds[0]));
     for (int i = 0; i + 1 < n && l->mpi_errno == MPI_SUCCESS; i++) {
         MPIDI_PART_calib_pt_t lo = pts[i], hi = pts[i + 1], add[2];
-        int nadd = 0;
+        int nadd = 0, k = 0;
         /* above 64 KiB the overhead grows with the size (rendezvous: it includes the
          * transfer), and bisecting that slope only to find no switch took 1.3 s of 1.5 */
-        if (hi.s > 65536 || !MPIDI_PART_calib_step_candidate(&lo, &hi))
+        if (hi.s > 65536)
             continue;
-        lo = lower_of_two(l, lo);
-        if (!MPIDI_PART_calib_step_candidate(&lo, &hi))
+        for (int j = 0; j < nkinds && k == 0; j++) {
+            if (!MPIDI_PART_calib_step_candidate(&lo, &hi, kinds[j]))
+                continue;
+            MPIDI_PART_calib_pt_t m = lower_of_two(l, lo, kinds[j]);
+            if (MPIDI_PART_calib_step_candidate(&m, &hi, kinds[j])) {
+                lo = m;
+                k = kinds[j];
+            }
+        }
+        if (k == 0)
             continue;
-        double gm = sqrt(MPIDI_PART_calib_overhead(&lo) * MPIDI_PART_calib_overhead(&hi));
+        double split = MPIDI_PART_calib_step_split(&lo, &hi, k);
         /* to 16 bytes below 64 KiB (the tool goes to 1): the lower end stays below the
          * switch, which is what a split piece must not pass (part_tag.c) */
         int64_t res = lo.s < 65536 ? 16 : lo.s / 1024;
         while (hi.s - lo.s > res && l->mpi_errno == MPI_SUCCESS) {
-            MPIDI_PART_calib_pt_t q = lower_of_two(l, measure(l, lo.s + (hi.s - lo.s) / 2));
-            if (MPIDI_PART_calib_overhead(&q) > gm)
+            MPIDI_PART_calib_pt_t q = lower_of_two(l, measure(l, lo.s + (hi.s - lo.s) / 2), k);
+            if (MPIDI_PART_calib_step_value(&q, k) > split)
                 hi = q;
             else
                 lo = q;
         }
-        for (int k = 0; k < CAL_CONFIRM && !MPIDI_PART_calib_step_confirmed(&lo, &hi); k++) {
-            lo = lower_of_two(l, lo);
-            hi = lower_of_two(l, hi);
+        for (int c = 0; c < CAL_CONFIRM && !MPIDI_PART_calib_step_confirmed(&lo, &hi, k); c++) {
+            lo = lower_of_two(l, lo, k);
+            hi = lower_of_two(l, hi, k);
         }
-        if (!MPIDI_PART_calib_step_confirmed(&lo, &hi))
+        if (!MPIDI_PART_calib_step_confirmed(&lo, &hi, k))
             continue;   /* a slope, not a switch */
         if (lo.s != pts[i].s)
             add[nadd++] = lo;

@@ -16,17 +16,39 @@ double MPIDI_PART_calib_overhead(const MPIDI_PART_calib_pt_t * p)
     return p->os + p->orr;
 }
 
-int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
-                                    const MPIDI_PART_calib_pt_t * hi)
+double MPIDI_PART_calib_step_value(const MPIDI_PART_calib_pt_t * p, int kind)
 {
-    double a = MPIDI_PART_calib_overhead(lo), b = MPIDI_PART_calib_overhead(hi);
+    return kind == MPIDI_PART_CALIB_STEP_RTT ? p->prtt1 : MPIDI_PART_calib_overhead(p);
+}
+
+int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
+                                    const MPIDI_PART_calib_pt_t * hi, int kind)
+{
+    double a = MPIDI_PART_calib_step_value(lo, kind), b = MPIDI_PART_calib_step_value(hi, kind);
+    if (kind == MPIDI_PART_CALIB_STEP_RTT)
+        /* only below 64 KiB: above, the bytes' own time makes every bracket pass */
+        return hi->s <= 65536 && b >= 1.2 * a && b - a >= 0.5;
     return b > 2.0 * a && b - a > 1.0;
 }
 
-int MPIDI_PART_calib_step_confirmed(const MPIDI_PART_calib_pt_t * lo,
-                                    const MPIDI_PART_calib_pt_t * hi)
+double MPIDI_PART_calib_step_split(const MPIDI_PART_calib_pt_t * lo,
+                                   const MPIDI_PART_calib_pt_t * hi, int kind)
 {
-    return MPIDI_PART_calib_overhead(hi) >= 1.5 * MPIDI_PART_calib_overhead(lo);
+    double a = MPIDI_PART_calib_step_value(lo, kind), b = MPIDI_PART_calib_step_value(hi, kind);
+    if (kind == MPIDI_PART_CALIB_STEP_RTT)
+        /* libfabric shm: 2.9 us at 4096 bytes, 3.4-3.7 from 4097 to 8192, 4.3 at 16384 (the
+         * geometric mean, 3.5, put sizes above the step on both sides) */
+        return 1.06 * a;
+    return sqrt(a * b);
+}
+
+int MPIDI_PART_calib_step_confirmed(const MPIDI_PART_calib_pt_t * lo,
+                                    const MPIDI_PART_calib_pt_t * hi, int kind)
+{
+    double a = MPIDI_PART_calib_step_value(lo, kind), b = MPIDI_PART_calib_step_value(hi, kind);
+    if (kind == MPIDI_PART_CALIB_STEP_RTT)
+        return b >= 1.1 * a && b - a >= 0.25;
+    return b >= 1.5 * a;
 }
 
 void MPIDI_PART_calib_fit(const MPIDI_PART_calib_pt_t * p, size_t a, size_t b, double *g,

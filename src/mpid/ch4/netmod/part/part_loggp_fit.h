@@ -31,15 +31,34 @@ typedef struct MPIDI_PART_calib_pt {
 /* o_s + o_r: what a protocol step shows in. */
 double MPIDI_PART_calib_overhead(const MPIDI_PART_calib_pt_t * p);
 
-/* Whether the overhead between two neighbouring listed sizes grows enough to look for a
- * protocol step between them (more than doubles, and by more than 1 us). */
-int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
-                                    const MPIDI_PART_calib_pt_t * hi);
+/* What a protocol step shows in. The per-message overhead o_s + o_r: MPICH's shared memory
+ * at 8256 bytes (a stream's cost per message doubles, a single round trip hardly moves).
+ * The round trip PRTT(1,0,s): libfabric shm at 4097 bytes (the copy by system call adds
+ * about 0.7 us, a quarter, to a round trip; the overheads do not move). */
+enum {
+    MPIDI_PART_CALIB_STEP_OVERHEAD = 1,
+    MPIDI_PART_CALIB_STEP_RTT = 2
+};
 
-/* Whether a bracket narrowed down to neighbouring sizes is a step (the overhead jumps by
- * half or more across it), not a slope. */
+/* The quantity a step of that kind shows in: o_s + o_r, or PRTT(1,0,s). */
+double MPIDI_PART_calib_step_value(const MPIDI_PART_calib_pt_t * p, int kind);
+
+/* Whether that quantity grows enough between two neighbouring listed sizes to look for a
+ * protocol step between them: the overhead more than doubles and by more than 1 us; the
+ * round trip (both sizes at most 64 KiB) by a fifth or more and by 0.5 us or more. */
+int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
+                                    const MPIDI_PART_calib_pt_t * hi, int kind);
+
+/* Bisection toward a step: a size whose value is above this belongs to the step's upper
+ * side. The overhead: the geometric mean of the ends; the round trip, whose step can sit
+ * at the lower end of a bracket with a slope above it: 1.1 x the lower end's. */
+double MPIDI_PART_calib_step_split(const MPIDI_PART_calib_pt_t * lo,
+                                   const MPIDI_PART_calib_pt_t * hi, int kind);
+
+/* Whether a bracket narrowed down to neighbouring sizes is a step, not a slope: the overhead
+ * jumps by half or more across it, the round trip by 15 % and 0.4 us or more. */
 int MPIDI_PART_calib_step_confirmed(const MPIDI_PART_calib_pt_t * lo,
-                                    const MPIDI_PART_calib_pt_t * hi);
+                                    const MPIDI_PART_calib_pt_t * hi, int kind);
 
 /* Least squares of gall = g + G*s over points [a, b), weighted by 1/gall^2 (relative
  * error); g, G >= 0. One point: through the origin. */
