@@ -36,8 +36,8 @@ double MPIDI_PART_calib_step_split(const MPIDI_PART_calib_pt_t * lo,
 {
     double a = MPIDI_PART_calib_step_value(lo, kind), b = MPIDI_PART_calib_step_value(hi, kind);
     if (kind == MPIDI_PART_CALIB_STEP_RTT)
-        /* libfabric shm: 2.9 us at 4096 bytes, 3.4-3.7 from 4097 to 8192, 4.3 at 16384 (the
-         * geometric mean, 3.5, put sizes above the step on both sides) */
+        /* libfabric shm: 2.9-3.2 us at 4096 bytes, 3.2-3.7 from 4097 to 8192, 4.3 at 16384
+         * (the geometric mean, 3.5, and 1.1 x put sizes above the step on both sides) */
         return 1.06 * a;
     return sqrt(a * b);
 }

@@ -51,12 +51,12 @@ int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
 
 /* Bisection toward a step: a size whose value is above this belongs to the step's upper
  * side. The overhead: the geometric mean of the ends; the round trip, whose step can sit
- * at the lower end of a bracket with a slope above it: 1.1 x the lower end's. */
+ * at the lower end of a bracket with a slope above it: 1.06 x the lower end's. */
 double MPIDI_PART_calib_step_split(const MPIDI_PART_calib_pt_t * lo,
                                    const MPIDI_PART_calib_pt_t * hi, int kind);
 
 /* Whether a bracket narrowed down to neighbouring sizes is a step, not a slope: the overhead
- * jumps by half or more across it, the round trip by 15 % and 0.4 us or more. */
+ * jumps by half or more across it, the round trip by 10 % and 0.25 us or more. */
 int MPIDI_PART_calib_step_confirmed(const MPIDI_PART_calib_pt_t * lo,
                                     const MPIDI_PART_calib_pt_t * hi, int kind);
 
