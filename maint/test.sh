@@ -210,7 +210,7 @@ if "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -pthread -o "$BUILD_DIR/par
    && timeout 300 "$PREFIX/bin/mpiexec" -n 2 "$BUILD_DIR/part_demo" --iters 5 > "$RESULTS/demo.log" 2>&1; then
     record demo 1 0
 else
-    tail -20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null || true
+    tail -n 20 "$RESULTS/demo-build.log" "$RESULTS/demo.log" 2>/dev/null || true
     record demo 0 1
 fi
 
@@ -268,7 +268,7 @@ if "$PREFIX/bin/mpicc" -O2 -Wall -Wextra -c -o "$cal-fit.o" "$partdir/part_loggp
    && [ "$(grep -c '^[0-9]' "$calfile")" -ge 5 ] \
    && MPIR_CVAR_PART_LOGGP_FILE="$calfile" timeout 300 "$PREFIX/bin/mpiexec" \
         -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-demo.log" 2>&1 \
-   && calibrate calibrate-rdma.log "^protocol switch between 4096 and 4097 bytes (o_s" \
+   && calibrate calibrate-rdma.log "^protocol switch between 4096 and 4097 bytes (" \
         -a -t rdma-shm -f shm -s 1K,4K,16K -r 15 \
    && grep -q "^transport rdma-shm" "$calfile" \
    && [ "$(grep -c '^transport ' "$calfile")" -eq 2 ] \
@@ -277,8 +277,9 @@ if "$PREFIX/bin/mpicc" -O2 -Wall -Wextra -c -o "$cal-fit.o" "$partdir/part_loggp
         -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-rdma-demo.log" 2>&1; then
     record calibrate 1 0
 else
-    # (a log the chain did not reach is missing: tail's status must not end the script)
-    tail -20 "$RESULTS/calibrate-build.log" "$RESULTS/calibrate.log" \
+    # (a log the chain did not reach is missing: tail's status must not end the script;
+    # -n: coreutils refuses the obsolete -20 with several files, and printed nothing here)
+    tail -n 20 "$RESULTS/calibrate-build.log" "$RESULTS/calibrate.log" \
         "$RESULTS/calibrate-demo.log" "$RESULTS/calibrate-rdma.log" \
         "$RESULTS/calibrate-rdma-demo.log" 2>/dev/null || true
     record calibrate 0 1

@@ -1116,14 +1116,19 @@ void t_max_msg() {
              l.wait('c');
              if (role == 1) {
                for (size_t i = 0; i < 2 * 4096 + 1; i++) e.buf[i] = static_cast<uint8_t>(i * 7 + 1);
-               CHECK_EQ(post_write(e, 1, e.buf, 4096, e.mr->lkey, peer.addr, peer.rkey), 0);
-               ibv_wc wc = wait_wc(e.cq);
-               CHECK_EQ(wc.wr_id, 1);
-               CHECK_STATUS(wc, IBV_WC_SUCCESS);
-               CHECK_EQ(post_write(e, 2, e.buf + 4096, 4097, e.mr->lkey, peer.addr + 4096, peer.rkey), 0);
-               wc = wait_wc(e.cq);
-               CHECK_EQ(wc.wr_id, 2);
-               CHECK_STATUS(wc, IBV_WC_LOC_LEN_ERR);
+               // max_msg_sz bytes land at offset 0; one byte more, at offset 4096, must fail
+               const struct {
+                 uint64_t id;
+                 uint32_t len;
+                 ibv_wc_status want;
+               } writes[] = {{1, 4096, IBV_WC_SUCCESS}, {2, 4097, IBV_WC_LOC_LEN_ERR}};
+               for (const auto& w : writes) {
+                 const uint64_t off = w.id == 1 ? 0 : 4096;
+                 CHECK_EQ(post_write(e, w.id, e.buf + off, w.len, e.mr->lkey, peer.addr + off, peer.rkey), 0);
+                 const ibv_wc wc = wait_wc(e.cq);
+                 CHECK_EQ(wc.wr_id, w.id);
+                 CHECK_STATUS(wc, w.want);
+               }
                l.signal('d');
              } else {
                l.wait('d');
