@@ -147,6 +147,9 @@ TEST(LoggpFit, StepTests)
     EXPECT_FALSE(calib::step_candidate(pt(64, 0, 0.1, 0.1, 1.0), pt(128, 0, 0.1, 0.1, 1.4), R));     // < 0.5 us
     // only up to 64 KiB: above, the transfer's own time makes every bracket grow
     EXPECT_FALSE(calib::step_candidate(pt(65536, 0, 1, 1, 10), pt(262144, 0, 1, 1, 30), R));
+    EXPECT_FALSE(calib::step_applies(pt(262144, 0, 1, 1, 30), R));
+    EXPECT_TRUE(calib::step_applies(pt(65536, 0, 1, 1, 10), R));
+    EXPECT_TRUE(calib::step_applies(pt(262144, 0, 1, 1, 30), O));
     // its confirmation across one byte: 10 % and 0.25 us (2.97-3.25 -> 3.46-3.95 measured
     // here, the lower values of up to 5 measurements; a slope's byte moved it by at most 5 %)
     EXPECT_TRUE(calib::step_confirmed(pt(4096, 0, 0.8, 0.7, 2.91), pt(4097, 0, 0.9, 0.9, 3.65), R));

@@ -37,6 +37,12 @@ inline double step_value(const Point &p, Step k)
     return MPIDI_PART_calib_step_value(&p, static_cast<int>(k));
 }
 
+// Whether a step of that kind is looked for in a bracket up to hi (the round trip: to 64 KiB).
+inline bool step_applies(const Point &hi, Step k)
+{
+    return MPIDI_PART_calib_step_applies(&hi, static_cast<int>(k)) != 0;
+}
+
 // Whether that quantity grows enough between two neighbouring listed sizes to look for a
 // protocol step between them.
 inline bool step_candidate(const Point &lo, const Point &hi, Step k)

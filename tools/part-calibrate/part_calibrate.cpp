@@ -38,6 +38,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -208,8 +209,9 @@ Point measure(const Options & opt, int64_t s)
 // which bracket grows enough in either to look. The lower end is measured again first (the
 // lower of two: noise only adds time; below 64 KiB always, above only where it grows), and
 // where a bracket passes it is bisected on that quantity (a midpoint belongs to the upper
-// side when its value, the lower of two measurements, is above calib::step_split) down to one byte below 64 KiB (1/1024 of the size above). Then both ends are measured
-// again, up to kConfirm times keeping the lower values (a busy machine can slow several
+// side when its value, the lower of two measurements, is above calib::step_split) down to
+// one byte below 64 KiB (1/1024 of the size above). Then both ends are measured again, up
+// to kConfirm times keeping the lower values (a busy machine can slow several
 // measurements in a row), and it is a switch when calib::step_confirmed holds across that
 // narrow bracket; a slope (large rendezvous messages, whose overhead includes the transfer)
 // does not. Both ends of a switch become segments, the upper one being the first size that
@@ -232,25 +234,25 @@ void refine_switches(const Options & opt, std::vector<Point> & pts)
 {
     for (size_t i = 0; i + 1 < pts.size(); ++i) {
         Point lo = pts[i], hi = pts[i + 1];
-        bool found = false;
-        calib::Step k = calib::Step::Overhead;
+        std::optional<calib::Step> found;
         for (calib::Step kind : {calib::Step::Overhead, calib::Step::RoundTrip}) {
             // the lower end measured again before deciding: a noisy lower end can hide a
             // step (libfabric shm's 4096 -> 4097 read 2.0 -> 3.0 us, not a candidate, in one
             // run of three; on 2026-11-29 it showed only in the round trip) and would
             // misplace the midpoints
-            if (lo.s >= 65536 && calib::step_value(hi, kind) <= calib::step_value(lo, kind))
+            if (!calib::step_applies(hi, kind) ||
+                (lo.s >= 65536 && calib::step_value(hi, kind) <= calib::step_value(lo, kind)))
                 continue;
             const Point l = lower_of_two(opt, lo, kind);
             if (calib::step_candidate(l, hi, kind)) {
                 lo = l;
-                k = kind;
-                found = true;
+                found = kind;
                 break;
             }
         }
         if (!found)
             continue;
+        const calib::Step k = *found;
         const double split = calib::step_split(lo, hi, k);
         const int64_t res = lo.s < 65536 ? 1 : lo.s / 1024;
         while (hi.s - lo.s > res) {

@@ -219,25 +219,16 @@ static MPIDI_PART_calib_pt_t lower_of_two(link_t * l, MPIDI_PART_calib_pt_t p, i
  * (libfabric shm's, -f), which here would bisect slopes out of MPI_Init's budget. */
 static int refine(link_t * l, MPIDI_PART_calib_pt_t * pts, int n)
 {
-    static const int kinds[] = { MPIDI_PART_CALIB_STEP_OVERHEAD };
-    const int nkinds = (int) (sizeof(kinds) / sizeof(kinds[0]));
+    const int k = MPIDI_PART_CALIB_STEP_OVERHEAD;
     for (int i = 0; i + 1 < n && l->mpi_errno == MPI_SUCCESS; i++) {
         MPIDI_PART_calib_pt_t lo = pts[i], hi = pts[i + 1], add[2];
-        int nadd = 0, k = 0;
+        int nadd = 0;
         /* above 64 KiB the overhead grows with the size (rendezvous: it includes the
          * transfer), and bisecting that slope only to find no switch took 1.3 s of 1.5 */
-        if (hi.s > 65536)
+        if (hi.s > 65536 || !MPIDI_PART_calib_step_candidate(&lo, &hi, k))
             continue;
-        for (int j = 0; j < nkinds && k == 0; j++) {
-            if (!MPIDI_PART_calib_step_candidate(&lo, &hi, kinds[j]))
-                continue;
-            MPIDI_PART_calib_pt_t m = lower_of_two(l, lo, kinds[j]);
-            if (MPIDI_PART_calib_step_candidate(&m, &hi, kinds[j])) {
-                lo = m;
-                k = kinds[j];
-            }
-        }
-        if (k == 0)
+        lo = lower_of_two(l, lo, k);
+        if (!MPIDI_PART_calib_step_candidate(&lo, &hi, k))
             continue;
         double split = MPIDI_PART_calib_step_split(&lo, &hi, k);
         /* to 16 bytes below 64 KiB (the tool goes to 1): the lower end stays below the

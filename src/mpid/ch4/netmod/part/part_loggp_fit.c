@@ -21,13 +21,20 @@ double MPIDI_PART_calib_step_value(const MPIDI_PART_calib_pt_t * p, int kind)
     return kind == MPIDI_PART_CALIB_STEP_RTT ? p->prtt1 : MPIDI_PART_calib_overhead(p);
 }
 
+int MPIDI_PART_calib_step_applies(const MPIDI_PART_calib_pt_t * hi, int kind)
+{
+    /* the round trip only up to 64 KiB: above, the bytes' own time makes every bracket grow */
+    return kind != MPIDI_PART_CALIB_STEP_RTT || hi->s <= 65536;
+}
+
 int MPIDI_PART_calib_step_candidate(const MPIDI_PART_calib_pt_t * lo,
                                     const MPIDI_PART_calib_pt_t * hi, int kind)
 {
     double a = MPIDI_PART_calib_step_value(lo, kind), b = MPIDI_PART_calib_step_value(hi, kind);
+    if (!MPIDI_PART_calib_step_applies(hi, kind))
+        return 0;
     if (kind == MPIDI_PART_CALIB_STEP_RTT)
-        /* only below 64 KiB: above, the bytes' own time makes every bracket pass */
-        return hi->s <= 65536 && b >= 1.2 * a && b - a >= 0.5;
+        return b >= 1.2 * a && b - a >= 0.5;
     return b > 2.0 * a && b - a > 1.0;
 }
 

@@ -43,6 +43,10 @@ enum {
 /* The quantity a step of that kind shows in: o_s + o_r, or PRTT(1,0,s). */
 double MPIDI_PART_calib_step_value(const MPIDI_PART_calib_pt_t * p, int kind);
 
+/* Whether a step of that kind is looked for in a bracket up to hi: the overhead always, the
+ * round trip only up to 64 KiB. */
+int MPIDI_PART_calib_step_applies(const MPIDI_PART_calib_pt_t * hi, int kind);
+
 /* Whether that quantity grows enough between two neighbouring listed sizes to look for a
  * protocol step between them: the overhead more than doubles and by more than 1 us; the
  * round trip (both sizes at most 64 KiB) by a fifth or more and by 0.5 us or more. */
