@@ -286,8 +286,7 @@ void send_wakeup(const char* kind, uint64_t id, const void* msg, size_t len);
 void reap_dead();
 void parse_faults();
 bool leak_check_enabled();
-void parse_max_msg();
-uint32_t max_msg();  // the port's max_msg_sz: VERBSEMU_MAX_MSG, else kMaxMsg
+void parse_max_msg();  // g.max_msg from VERBSEMU_MAX_MSG
 void diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Slot allocation: returns kNil when the table is full. The generation counter survives.

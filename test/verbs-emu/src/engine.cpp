@@ -207,7 +207,7 @@ Outcome execute(uint32_t qslot, WrSlot& w, uint32_t& byte_len) {
   } else if (!check_sges(w.sge, w.num_sge, q.pid, q.pd, is_read ? IBV_ACCESS_LOCAL_WRITE : 0, lsg, total)) {
     return done(IBV_WC_LOC_PROT_ERR);
   }
-  if (total > max_msg()) return done(IBV_WC_LOC_LEN_ERR);
+  if (total > g.max_msg) return done(IBV_WC_LOC_LEN_ERR);
 
   QpRec* d = qp_by_qpn(q.attr.dest_qp_num);
   // Addressing: the DLID must be the target's LID; with a GRH the DGID must match too, and

@@ -376,8 +376,6 @@ void parse_max_msg() {
   g.max_msg = static_cast<uint32_t>(n);
 }
 
-uint32_t max_msg() { return g.max_msg; }
-
 bool leak_check_enabled() {
   const char* s = getenv("VERBSEMU_CHECK_LEAKS");
   return s && *s && strcmp(s, "0") != 0;

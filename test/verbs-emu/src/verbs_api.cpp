@@ -421,7 +421,7 @@ void fill_port(uint32_t cslot, ibv_port_attr& p) {
   p.active_mtu = IBV_MTU_4096;
   p.gid_tbl_len = 1;
   p.port_cap_flags = 0;
-  p.max_msg_sz = max_msg();
+  p.max_msg_sz = g.max_msg;
   p.pkey_tbl_len = 1;
   p.lid = g.reg->ctx[cslot].lid;
   p.sm_lid = 1;
