@@ -495,11 +495,11 @@ void Recorder::write(const Row &r)
                         "converged,mean_us,ci95_us,median_us,min_us,stddev_us,pb_mean_us,"
                         "pb_MBps,raw_mean_us,compute_mean_us,wire_sent_per_iter,"
                         "wire_recvd_per_iter,parts_per_wire_msg,verified,oversubscribed,"
-                        "polls,polls_true\n");
+                        "polls,polls_true,pb_median_us\n");
     const int dp = r.pattern == "parrived" ? 7 : 4; // parrived: us per call, ~0.1 us
     std::fprintf(f,
                  "%s,%d,%s,%s,%s,%d,%d,%d,%zu,%zu,%s,%g,%g,%s,%g,%d,%d,%d,%.*f,%.*f,%.*f,%.*f,"
-                 "%.*f,%.4f,%.3f,%.*f,%.4f,%s,%s,%s,%d,%d,%s,%s\n",
+                 "%.*f,%.4f,%.3f,%.*f,%.4f,%s,%s,%s,%d,%d,%s,%s,%.4f\n",
                  opt.lib.c_str(), opt.round, opt.config.c_str(), r.pattern.c_str(),
                  r.variant.c_str(), r.threads, r.theta, r.nparts, r.bytes, r.part_bytes, r.aggr.c_str(), r.gamma,
                  r.compute_us, r.noise.c_str(), r.noise_pct, r.iters, r.attempts, r.converged,
@@ -509,7 +509,8 @@ void Recorder::write(const Row &r)
                  r.compute_mean_us, r.wire_sent.c_str(), r.wire_recvd.c_str(),
                  r.parts_per_msg.c_str(), r.verified, oversub,
                  r.polls >= 0 ? std::to_string(r.polls).c_str() : "n/a",
-                 r.polls_true >= 0 ? std::to_string(r.polls_true).c_str() : "n/a");
+                 r.polls_true >= 0 ? std::to_string(r.polls_true).c_str() : "n/a",
+                 r.pb_median_us);
     std::fclose(f);
 }
 
@@ -770,7 +771,9 @@ int run_pipelined(const Options &o, MPI_Comm world, Recorder &rec, MpiT &mpit, T
                             }
                             Row r;
                             r.t = stats_of(comm_us);
-                            r.pb_mean_us = stats_of(pb_us).mean;
+                            const Stats pb = stats_of(pb_us);
+                            r.pb_mean_us = pb.mean;
+                            r.pb_median_us = pb.median;
                             r.raw_mean_us = stats_of(raw_us).mean;
                             r.compute_mean_us = stats_of(comp_us).mean;
                             const double rel = r.t.mean > 0 ? r.t.ci95 / r.t.mean : INFINITY;

@@ -96,6 +96,8 @@ struct Row {
     int iters = 0, attempts = 0, converged = 0;
     Stats t;                 // communication time, compute removed (us)
     double pb_mean_us = 0;   // last partition ready -> receiver complete (us)
+    double pb_median_us = 0; // the same, median over the iterations (a stall moves the
+                             // mean, not this)
     double raw_mean_us = 0;  // start -> receiver complete (us)
     double compute_mean_us = 0;
     std::string wire_sent = "n/a", wire_recvd = "n/a", parts_per_msg = "n/a";

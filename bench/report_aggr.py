@@ -127,7 +127,7 @@ def ab_rows(csv_path):
 
 def ab_points(csv_path):
     """{(pattern, N, noise %, bytes): [(pb ratio timer/none, writes none/timer, none row,
-    timer row), one per round]} from the ab-* rows"""
+    timer row, the pb ratio from median tails or None), one per round]} from the ab-* rows"""
     rows = ab_rows(csv_path)
     by = {}
     for r in rows:
@@ -147,7 +147,12 @@ def ab_points(csv_path):
             continue
         if pa <= 0 or pb <= 0 or wb <= 0:
             continue
-        pts.setdefault(key[:4], []).append((pa / pb, wa / wb, a, b))
+        try:    # the same from the median tails (CSVs before 2026-11-29 have none: None)
+            ma, mb = float(a["pb_median_us"]), float(b["pb_median_us"])
+            mr = ma / mb if ma > 0 and mb > 0 else None
+        except (KeyError, TypeError, ValueError):
+            mr = None
+        pts.setdefault(key[:4], []).append((pa / pb, wa / wb, a, b, mr))
     return pts
 
 
@@ -218,11 +223,17 @@ def ab_section(csv_path, human):
              "alike. pb ratio = perceived bandwidth of the timer / of none (bytes over the "
              "time from the last MPI_Pready to the receiver's completion, mean over the "
              "iterations); writes = none's writes / the timer's per iteration. Target: pb "
-             ">= 0.95 with writes >= 2 (median over rounds; the range shows every round).", "",
+             ">= 0.95 with writes >= 2 (median over rounds; the range shows every round). "
+             "The column *median tails* is the same ratio from each launch's median time "
+             "after the last MPI_Pready instead of its mean (median over rounds): one "
+             "iteration in 30 that this 2-core VM deschedules for a millisecond moves a "
+             "mean by 30 us on a tail of 3-30 us, in either variant; the median shows the "
+             "aggregator without those stalls. The target is decided on the mean (seed "
+             "000's metric).", "",
              "| pattern | N | noise | bytes | after last ready none / timer [us] | pb ratio "
-             "(median, range) | writes none / timer | writes ratio | target |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    met = total = 0
+             "(median, range) | median tails | writes none / timer | writes ratio | target |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    met = total = met_med = n_med = 0
     for key in sorted(pts):
         pat, n, noise, b = key
         ps = pts[key]
@@ -235,10 +246,18 @@ def ab_section(csv_path, human):
         b_us = med([float(p[3]["pb_mean_us"]) for p in ps])
         wa = med([float(p[2]["wire_sent_per_iter"]) for p in ps])
         wb = med([float(p[3]["wire_sent_per_iter"]) for p in ps])
+        mr = [p[4] for p in ps if p[4] is not None]
+        if mr:
+            n_med += 1
+            met_med += med(mr) >= 0.95 and med(wr) >= 2.0
         lines.append("| %s | %d | %g %% | %s | %.2f / %.2f | %.2f (%.2f-%.2f, %d rounds) | "
-                     "%.0f / %.1f | %.2f | %s |"
+                     "%s | %.0f / %.1f | %.2f | %s |"
                      % (ab_pattern(pat), n, noise, human(b),
-                        a_us, b_us, med(pr), min(pr), max(pr), len(pr), wa, wb, med(wr),
-                        "met" if ok else "**not met**"))
+                        a_us, b_us, med(pr), min(pr), max(pr), len(pr),
+                        "%.2f (%.2f-%.2f)" % (med(mr), min(mr), max(mr)) if mr else "n/a",
+                        wa, wb, med(wr), "met" if ok else "**not met**"))
     lines += ["", "Target met on %d of %d points." % (met, total)]
+    if n_med:
+        lines += ["With median tails instead of means (not the target's metric): >= 0.95 "
+                  "and writes >= 2 on %d of %d points." % (met_med, n_med)]
     return "\n".join(lines) + "\n"
