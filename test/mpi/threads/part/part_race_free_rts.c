@@ -37,6 +37,16 @@
  *
  * Arguments: -rounds=N -iter=N (iterations of the final pair) -spin=N (max microseconds of
  *            the random spins; 0: none) -lag=N (rounds before rank 0 frees a send)
+ *            -secs=S (stop the rounds after S seconds once 1000 are done; default 10).
+ *
+ * Why -secs: the two main threads and the two progress threads never block, so on a
+ * 2-core machine a round sometimes waits for the scheduler to put the partner's main
+ * thread back on a core (about 3 ms per round instead of 40-75 us). 20000 rounds then took
+ * 40-64 s instead of 1-2 s, half the time limit (measured 2026-11-29). A progress thread
+ * that yields after its polls does not starve the main threads, but then it polled only a
+ * few thousand times in the whole run (20 million without): the race this test is for
+ * would hardly be tried. So the progress thread keeps spinning and rank 0 ends the rounds
+ * after S seconds (it tells rank 1 in the round's synchronisation).
  */
 
 #include "mpi.h"
@@ -178,12 +188,14 @@ static void check(int err, int round, const char *what)
     }
 }
 
-/* barrier between ranks 0 and 1 only */
-static void pair_sync(void)
+/* barrier between ranks 0 and 1 only; rank 0's stop (1: no more rounds) is returned on
+ * both */
+static int pair_sync(int stop)
 {
-    int a = 0, b;
+    int a = rank == 0 ? stop : 0, b = 0;
     MPI_Sendrecv(&a, 1, MPI_INT, 1 - rank, 999, &b, 1, MPI_INT, 1 - rank, 999, ctl,
                  MPI_STATUS_IGNORE);
+    return rank == 0 ? a : b;
 }
 
 static int val(int iter, int i)
@@ -241,7 +253,7 @@ static void final_pair(int tag, int iters)
 int main(int argc, char *argv[])
 {
     static const int parts[10] = { 1, 2, 3, 4, 5, 6, 8, 10, 12, 16 };
-    int size, provided, rounds, iters, maxspin, lag, tag_ids = -1;
+    int size, provided, rounds, iters, maxspin, lag, secs, tag_ids = -1;
     unsigned long long live0, ids0, cts0, cts1;
     MPI_Request sreq[MAXLAG + 1];
     int fbuf[TOTAL];
@@ -267,9 +279,11 @@ int main(int argc, char *argv[])
     iters = MTestArgListGetInt_with_default(head, "iter", 10);
     maxspin = MTestArgListGetInt_with_default(head, "spin", 20);
     lag = MTestArgListGetInt_with_default(head, "lag", 4);
+    secs = MTestArgListGetInt_with_default(head, "secs", 10);
     MTestArgListDestroy(head);
-    if (lag < 0 || lag > MAXLAG || rounds < 0 || rounds > 30000) {
-        fprintf(stderr, "invalid arguments (0 <= lag <= %d, rounds <= 30000)\n", MAXLAG);
+    if (lag < 0 || lag > MAXLAG || rounds < 0 || rounds > 30000 || secs < 1) {
+        fprintf(stderr, "invalid arguments (0 <= lag <= %d, rounds <= 30000, secs >= 1)\n",
+                MAXLAG);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
@@ -293,10 +307,14 @@ int main(int argc, char *argv[])
     MTest_Start_thread(watchdog, NULL);
     MTest_Start_thread(progress_thread, NULL);
 
+    double t_start = MPI_Wtime();
     for (int r = 0; r < rounds; r++) {
         int sp = parts[r % 10], rp = parts[(r / 10 + r * 3) % 10], tag = TAG0 + r;
         wd_mark(r, "pair sync");
-        pair_sync();
+        if (pair_sync(r >= 1000 && MPI_Wtime() - t_start > secs)) {
+            rounds = r; /* both ranks stop here: rank 0 decided */
+            break;
+        }
         if (rank == 0) {
             if (maxspin > 0)
                 spin_us(rnd(&seed) % (unsigned int) maxspin);
