@@ -272,7 +272,11 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
         if (nsend > 0 && op->st.iter == 1)
             MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);    /* waited for the answer */
         ev->m = -1 - nsend;
-        return nsend > 0 || ev->arm_timer;
+        if (nsend == 0 && !ev->arm_timer)
+            return 0;
+        op->refs++;     /* the writes may end the iteration and the program free the
+                         * request before the deliverer is done with op (rtimer_arm) */
+        return 1;
     }
     if (op->is_send || op->tp != r->tp || !MPIDI_PART_st_is_running(&op->st))
         return 0;
@@ -299,8 +303,8 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
             if (ev[i].m >= 0) {
                 MPIDI_PART_msg_done(ev[i].op, ev[i].m);
             } else {
-                /* the credit armed a running iteration: send what waited for it (the
-                 * operation stays alive: its request completes only after these) */
+                /* the credit armed a running iteration: send what waited for it (resolve
+                 * took a reference: the request may complete and be freed meanwhile) */
                 int err = MPIDI_PART_send_ready(ev[i].op, ev[i].op->rdma->tosend, -1 - ev[i].m);
                 if (ev[i].arm_timer) {
                     int e = MPIDI_PART_rtimer_arm(ev[i].op);
@@ -308,6 +312,11 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
                 }
                 if (err && mpi_errno == MPI_SUCCESS)
                     mpi_errno = err;
+                MPIDI_PART_LOCK();
+                int last = MPIDI_PART_op_unref(ev[i].op);       /* resolve's reference */
+                MPIDI_PART_UNLOCK();
+                if (last)
+                    MPIDI_PART_op_destroy(ev[i].op);
             }
         }
         imms += batch;

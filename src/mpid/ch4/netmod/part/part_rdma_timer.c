@@ -379,9 +379,12 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
             nw = 0;
             now = -1;   /* posting took time: the next partition that needs it reads again */
             MPID_Thread_mutex_lock(&t->lock, &err);
+            if (t->iter != iter)
+                break;  /* a credit's arming sent the rest (it reads the ready flags), the
+                         * iteration ended and a new one began: nothing of it is ours */
         }
     }
-    if (t->armed && n > 0) {
+    if (t->armed && n > 0 && t->iter == iter) {
         /* the call's end: a hurried group sends what the call readied; one group of the
          * operation left incomplete now hurries (a call that readies everything sends whole
          * groups as before) */
@@ -406,21 +409,34 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
     return mpi_errno ? mpi_errno : err2;
 }
 
+/* Room: a group's partitions readied before the credit may each go alone (a deadline of 0,
+ * or one passed between them), so a group's writes are at most its partitions, not one
+ * fire's runs. It sent 64 runs into room for 32 (MPIR_CVAR_PART_AGGR_TIMEOUT_US=0, a group
+ * of 64 readied before the credit): the receiver completed with partitions missing
+ * (part_timer_prearm). The iteration: once this has armed it, the program may ready and
+ * send the rest through rtimer_ready, complete it and start the next before this is done;
+ * the ready flags then belong to the next iteration, which its own credit arms. */
 int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
-    int32_t w[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
-    int mpi_errno = MPI_SUCCESS, err;
+    int32_t w[MPIDI_PART_IMM_TIMER_RUN];
+    int mpi_errno = MPI_SUCCESS, err, n;
+    uint32_t iter;
 
     MPID_Thread_mutex_lock(&t->lock, &err);
     t->armed = 1;
+    iter = t->iter;
     MPID_Thread_mutex_unlock(&t->lock, &err);
     /* the partitions readied before the credit: as if readied now, group by group */
     for (int32_t m = 0; m < t->ngroups; m++) {
-        int n = 0;
         double now = MPIDI_PART_now_ns() / 1000.0;
+        n = 0;
         MPID_Thread_mutex_lock(&t->lock, &err);
+        if (t->iter != iter) {
+            MPID_Thread_mutex_unlock(&t->lock, &err);
+            return mpi_errno;
+        }
         for (int32_t i = 0; i < t->g[m].nparts; i++) {
             int32_t p = m * t->ppg + i;
             if (!__atomic_load_n(&op->st.ready[p], __ATOMIC_ACQUIRE))
@@ -437,7 +453,7 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
     /* one group left incomplete by the partitions readied before the credit: as in
      * MPIDI_PART_rtimer_ready */
     MPID_Thread_mutex_lock(&t->lock, &err);
-    int n = last_group(op, t, -1, runs, w);
+    n = t->iter == iter ? last_group(op, t, -1, runs, w) : 0;
     MPID_Thread_mutex_unlock(&t->lock, &err);
     return send_writes(op, w, n, mpi_errno);
 }

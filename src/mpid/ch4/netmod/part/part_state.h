@@ -145,7 +145,9 @@ static inline int32_t MPIDI_PART_st_msg_of(const MPIDI_PART_st_t * st, int32_t p
  * became complete, MPIDI_PART_READY_PENDING, or MPIDI_PART_READY_TWICE. */
 static inline int32_t MPIDI_PART_st_ready(MPIDI_PART_st_t * st, int32_t p)
 {
-    if (__atomic_exchange_n(&st->ready[p], 1, __ATOMIC_RELAXED))
+    /* acq_rel: a timer operation's arming (part_rdma_timer.c) reads the flag, not the
+     * counter, before it writes the partition's bytes */
+    if (__atomic_exchange_n(&st->ready[p], 1, __ATOMIC_ACQ_REL))
         return MPIDI_PART_READY_TWICE;
     int32_t m = MPIDI_PART_st_msg_of(st, p);
     /* acq_rel: the thread that completes m sees the other threads' partition data */
