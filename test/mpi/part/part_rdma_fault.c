@@ -3,7 +3,13 @@
  * error, never an abort, a hang or a wrong write (2 processes). Run with
  * MPIR_CVAR_PART_TRANSPORT=ofi, MPIR_CVAR_PART_OFI_PROVIDER=<provider> and
  * MPIR_CVAR_PART_OFI_DEBUG_FAULT=1 (every data write of the sender fails as if
- * fi_writedata had returned -FI_EIO; the error path is the one a real refusal takes).
+ * fi_writedata had returned -FI_EIO; the error path is the one a real refusal takes) or 2
+ * (every data write first waits in its endpoint's queue, as when the transmit queue is full,
+ * and fails when progress posts it: with -parts=64 and no aggregation more of them fail in
+ * one pass than a pass has completion entries, and the failures beyond those were dropped,
+ * so the send request never completed).
+ *
+ * Arguments: -parts=N (partitions, default 8; 4096 bytes each)
  *
  * Rank 0 starts, readies every partition and waits: MPI_Wait must return class
  * MPI_ERR_OTHER with a message naming the provider (MPI_Wait does not set status.MPI_ERROR:
@@ -18,17 +24,24 @@
 #include <string.h>
 #include "mpitest.h"
 
-#define PARTS 8
 #define COUNT 4096
 
 int main(int argc, char **argv)
 {
-    int rank, errs = 0;
-    unsigned char *buf = malloc(PARTS * COUNT);
+    int rank, errs = 0, PARTS;
+    unsigned char *buf;
     const char *prov = getenv("MPIR_CVAR_PART_OFI_PROVIDER");
     MPI_Request req;
 
     MTest_Init(&argc, &argv);
+    MTestArgList *head = MTestArgListCreate(argc, argv);
+    PARTS = MTestArgListGetInt_with_default(head, "parts", 8);
+    MTestArgListDestroy(head);
+    if (PARTS < 1 || PARTS > 4096) {
+        fprintf(stderr, "invalid -parts (1..4096)\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    buf = malloc((size_t) PARTS * COUNT);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (rank == 0) {

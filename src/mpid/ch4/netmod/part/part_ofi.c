@@ -51,7 +51,9 @@ cvars:
         Testing aid: 1 makes every data write of a sender of the RDMA transport fail as if
         fi_writedata had returned -FI_EIO (nothing is posted), so that tests can check that
         the send request completes with an error naming the provider and that nothing
-        reaches the receiver. (A wrong remote key is no such test: shm and tcp;ofi_rxm in
+        reaches the receiver. 2: the same, but every data write first waits in its
+        endpoint's queue (as when the transmit queue is full) and fails when progress
+        posts it. (A wrong remote key is no such test: shm and tcp;ofi_rxm in
         libfabric 1.17 drop such a write at the target and report success to the sender.)
         0: off.
 
@@ -600,7 +602,7 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     MPIDI_PART_rdma_wire(op, w, &off, &len, &imm);
     o->wctx[w].op = op;
     o->wctx[w].m = w;
-    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 1))
+    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0))
         return -FI_EIO;         /* testing aid: the provider refused the write */
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
                         o->peer_fa_ep[MPIDI_PART_rdma_write_lane(op, w)],
@@ -640,7 +642,8 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
     ssize_t rc = -FI_EAGAIN;
 
     EP_LOCK(e);
-    if (e->pend_head == NULL && e->tx_out < ofi.tx_size)
+    if (e->pend_head == NULL && e->tx_out < ofi.tx_size &&
+        !unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 2 && m >= 0))
         rc = post(e, &one);
     if (rc == 0) {
         e->tx_out++;
@@ -738,7 +741,10 @@ static int ep_progress(ofi_ep_t * e)
             }
         }
     }
-    /* writes that waited for room */
+    /* writes that waited for room; those that fail end their iteration below, as in
+     * submit (a data write as done with the error, a credit as every message of the
+     * receiver's iteration: its request would otherwise wait forever) */
+    ofi_pend_t *failed = NULL;
     while (e->pend_head && e->tx_out < ofi.tx_size) {
         ofi_pend_t *p = e->pend_head;
         ssize_t rc = post(e, p);
@@ -749,17 +755,21 @@ static int ep_progress(ofi_ep_t * e)
             e->pend_tail = NULL;
         if (rc == 0) {
             e->tx_out++;
+            MPL_free(p);
         } else {
-            op_error(p->op, "fi_writedata", fi_strerror((int) -rc));
-            if (p->m >= 0 && nev < OFI_CQ_BATCH) {
-                ev[nev].op = p->op;
-                ev[nev].m = p->m;
-                nev++;
-            }
+            op_error(p->op, p->m >= 0 ? "fi_writedata" : "fi_writedata(credit)",
+                     fi_strerror((int) -rc));
+            p->next = failed;
+            failed = p;
         }
-        MPL_free(p);
     }
     EP_UNLOCK(e);
+    while (failed) {
+        ofi_pend_t *p = failed;
+        failed = p->next;
+        MPIDI_PART_rdma_failed(p->op, p->m);
+        MPL_free(p);
+    }
 
     /* local completions: the sender's write is done (its bytes may be reused); the pvar
      * is added to here, once per batch, not once per write on MPI_Pready */

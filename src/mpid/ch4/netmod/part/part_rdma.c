@@ -260,7 +260,12 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
     if (MPIDI_PART_imm_kind(imm) == MPIDI_PART_IMM_CREDIT) {
         if (!op->is_send)
             return 0;
-        r->credited++;  /* credits come in iteration order: the next needs this one done */
+        /* credits come in iteration order (the next needs this one's data), each naming
+         * its iteration: one that is not the next (a credit for an operation that held
+         * this slot before) must not arm this one's iteration early */
+        if (!MPIDI_PART_imm_credit_is(MPIDI_PART_imm_low(imm), (uint32_t) r->credited + 1))
+            return 0;
+        r->credited++;
         int nsend = 0;
         ev->arm_timer = 0;
         if (op->tp == r->tp && !op->freed && r->tosend &&
@@ -388,8 +393,9 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_LOCK();
     if (hdr->sop < rdma.next_slot)
         op = rdma.slots[hdr->sop];
-    if (op && op->rdma && op->rdma->peer_failed)
-        op->refs++;     /* alive until the backend is done with it */
+    if (op && op->rdma && op->rdma->peer_failed && op->refs > 0)
+        op->refs++;     /* alive until the backend is done with it (not one whose last
+                         * reference went: its destruction is under way elsewhere) */
     else
         op = NULL;
     MPIDI_PART_UNLOCK();
