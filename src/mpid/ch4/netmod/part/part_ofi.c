@@ -145,6 +145,8 @@ static struct {
     char why[MPI_MAX_ERROR_STRING];     /* OFI_FAILED: the reason */
     char prov[64];
     int own_names;              /* the engine names its endpoints (shm: ep_name) */
+    int serial;                 /* FI_THREAD_DOMAIN (one endpoint): the domain's calls
+                                 * outside the endpoint's path take its lock too */
     MPID_Thread_mutex_t lock;   /* fabric, domain, address vector, registrations, peers,
                                  * opening endpoints (never taken inside the engine lock or
                                  * an endpoint's lock) */
@@ -172,6 +174,22 @@ static struct {
 #define OFI_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&ofi.lock, &err_); } while (0)
 #define EP_LOCK(e_)   do { int err_; MPID_Thread_mutex_lock(&(e_)->lock, &err_); } while (0)
 #define EP_UNLOCK(e_) do { int err_; MPID_Thread_mutex_unlock(&(e_)->lock, &err_); } while (0)
+/* Registrations and address-vector inserts: under FI_THREAD_DOMAIN every call on the
+ * domain's objects must be serialised, and the hot path (fi_writedata, fi_cq_read) holds
+ * only endpoint 0's lock, so these take it as well (after the fabric lock, the order used
+ * everywhere). Under FI_THREAD_SAFE the fabric lock alone. */
+#define DOM_LOCK()                                              \
+    do {                                                        \
+        OFI_LOCK();                                             \
+        if (ofi.serial && ofi.eps[0].up)                        \
+            EP_LOCK(&ofi.eps[0]);                               \
+    } while (0)
+#define DOM_UNLOCK()                                            \
+    do {                                                        \
+        if (ofi.serial && ofi.eps[0].up)                        \
+            EP_UNLOCK(&ofi.eps[0]);                             \
+        OFI_UNLOCK();                                           \
+    } while (0)
 
 /* ---- fabric ----------------------------------------------------------------------------- */
 
@@ -358,8 +376,9 @@ static void fabric_open(void)
     }
     if (rc) {
         want_eps = 1;
-        hints->domain_attr->threading = FI_THREAD_DOMAIN;       /* we serialize (ofi.lock) */
+        hints->domain_attr->threading = FI_THREAD_DOMAIN;       /* we serialize (DOM_LOCK) */
         rc = fi_getinfo(OFI_VERSION, NULL, NULL, 0, hints, &info);
+        ofi.serial = 1;
     }
     if (rc) {
         snprintf(ofi.why, sizeof(ofi.why), "provider '%s' offers no RDMA endpoint: "
@@ -533,9 +552,9 @@ static void ofi_release(MPIDI_PART_op_t * op)
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     MPIDI_PART_rdma_detach(op);
     if (o->mr) {
-        OFI_LOCK();
+        DOM_LOCK();
         fi_close(&o->mr->fid);
-        OFI_UNLOCK();
+        DOM_UNLOCK();
         MPIDI_PART_PVAR_SUB(OFI_MRS, 1);
     }
     MPL_free(o->wctx);
@@ -857,11 +876,11 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     mpi_errno = MPIDI_PART_rdma_map(op, n, named, px->vci_parts, px->vci_ppt);
     MPIR_ERR_CHECK(mpi_errno);
 
-    OFI_LOCK();
+    DOM_LOCK();
     o->peer_fa = peer_addr(x->addr, x->addrlen);
     rc = mr_register(op->buf, (size_t) op->total_bytes, FI_REMOTE_WRITE | FI_WRITE, &o->mr,
                      &o->desc, &px->rkey, &raddr);
-    OFI_UNLOCK();
+    DOM_UNLOCK();
     MPIR_ERR_CHKANDJUMP1(o->peer_fa == FI_ADDR_NOTAVAIL, mpi_errno, MPI_ERR_OTHER,
                          "**partofiop", "**partofiop %s", "fi_av_insert of the sender failed");
     MPIR_ERR_CHKANDJUMP1(rc, mpi_errno, MPI_ERR_OTHER, "**partofiop", "**partofiop %s",
@@ -912,7 +931,7 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
     o->r.peer_slot = px.slot;
     o->raddr = px.raddr;
     o->rkey = px.rkey;
-    OFI_LOCK();
+    DOM_LOCK();
     for (int v = 0; v < px.neps && !bad; v++) {
         uint16_t len;
         if (at + 2 > px.names_len) {
@@ -933,7 +952,7 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
         rc = mr_register(op->buf, (size_t) op->total_bytes, FI_WRITE, &o->mr, &o->desc, &key,
                          &ra);
     }
-    OFI_UNLOCK();
+    DOM_UNLOCK();
     MPIR_ERR_CHKANDJUMP2(bad == 1, mpi_errno, MPI_ERR_OTHER, "**partbadplan",
                          "**partbadplan %d %d", plan->transport, n);
     MPIR_ERR_CHKANDJUMP1(bad == 2, mpi_errno, MPI_ERR_OTHER,
