@@ -156,6 +156,11 @@ typedef struct MPIDI_PART_op {
     struct MPIDI_PART_op *next;                 /* posted receivers, or lease waiters */
     struct MPIDI_PART_op *pnext;                /* operations with messages in flight */
     MPL_atomic_int_t in_poll;                   /* in that list */
+    int early_ncts;             /* sender: CTSs that came before the PLAN (the receiver's
+                                 * MPI_Start may send one while the PLAN is still on its
+                                 * way), replayed once it is installed; handshake only */
+    uint32_t early_cts_iter[2];
+    uint8_t early_cts_ext[2][8];
     int direct;                 /* receiver: this iteration's one wire receive decrements the
                                  * request's completion counter itself (part_tag.c, "direct
                                  * completion"); the state catches up at the next MPI_Start

@@ -436,6 +436,19 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
     }
     if (complete)
         MPIDI_PART_complete_iteration(op);
+    /* the CTSs that came before this PLAN, in their order (MPIDI_PART_handshake) */
+    for (int i = 0; i < op->early_ncts && tp && tp->ctl; i++) {
+        MPIDI_PART_hdr_t cts;
+        memset(&cts, 0, offsetof(MPIDI_PART_hdr_t, ext));
+        cts.kind = MPIDI_PART_MSG_CTS;
+        cts.sop = hdr->sop;
+        cts.iter = op->early_cts_iter[i];
+        cts.ext_len = (int32_t) sizeof(op->early_cts_ext[i]);
+        memcpy(cts.ext, op->early_cts_ext[i], sizeof(op->early_cts_ext[i]));
+        mpi_errno = tp->ctl(op, &cts);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    op->early_ncts = 0;
 
   fn_exit:
     MPL_free(tosend);
@@ -538,12 +551,22 @@ static int handle_layout(const MPIDI_PART_hdr_t * hdr)
         } else {
             op->layout_in = valid ? 1 : -1;     /* our MPI_Start installs it */
         }
+        if (began || complete)
+            op->refs++; /* the iteration may complete and the request be freed while
+                         * recv_arm still posts its receives */
     }
     MPIDI_PART_UNLOCK();
     if (began)
         mpi_errno = op->tp->recv_arm(op);
     if (complete)
         MPIDI_PART_complete_iteration(op);
+    if (began || complete) {
+        MPIDI_PART_LOCK();
+        int last = MPIDI_PART_op_unref(op);
+        MPIDI_PART_UNLOCK();
+        if (last)
+            MPIDI_PART_op_destroy(op);
+    }
     return mpi_errno;
 }
 
@@ -634,8 +657,32 @@ int MPIDI_PART_handshake(void)
                 break;
             case MPIDI_PART_MSG_CTS:
                 op = named_op(&e->hdr);
-                if (op && op->tp && op->tp->ctl)
+                /* a reference while the CTS sends what waited for it: those messages may
+                 * complete the request in another thread, and the program free it */
+                MPIDI_PART_LOCK();
+                if (op && op->refs > 0)
+                    op->refs++;
+                else
+                    op = NULL;
+                MPIDI_PART_UNLOCK();
+                if (op && op->tp && op->tp->ctl) {
                     err = op->tp->ctl(op, &e->hdr);
+                } else if (op && op->tp == NULL && !op->freed && op->early_ncts < 2 &&
+                           e->hdr.ext_len == (int32_t) sizeof(op->early_cts_ext[0])) {
+                    /* before the PLAN: the receiver released the lock after installing
+                     * its plan and its MPI_Start sent this CTS before the hook thread sent
+                     * the PLAN; dropped, the sender's iteration waited for it forever */
+                    op->early_cts_iter[op->early_ncts] = e->hdr.iter;
+                    memcpy(op->early_cts_ext[op->early_ncts], e->hdr.ext, e->hdr.ext_len);
+                    op->early_ncts++;
+                }
+                if (op) {
+                    MPIDI_PART_LOCK();
+                    int last = MPIDI_PART_op_unref(op);
+                    MPIDI_PART_UNLOCK();
+                    if (last)
+                        MPIDI_PART_op_destroy(op);
+                }
                 break;
             case MPIDI_PART_MSG_LAYOUT:
                 err = handle_layout(&e->hdr);
