@@ -342,7 +342,7 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
 }
 
 /* Drop one reference (no lock held). */
-static void op_release(MPIDI_PART_op_t * op)
+void MPIDI_PART_op_release(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_LOCK();
     int last = MPIDI_PART_op_unref(op);
@@ -383,7 +383,7 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     if (mpi_errno) {
         MPIR_Request *req = *request;
         MPIDI_PART_OP(req) = NULL;
-        op_release(op);
+        MPIDI_PART_op_release(op);
         MPIR_Request_free(req);
         *request = NULL;
         MPIR_ERR_POP(mpi_errno);
@@ -396,9 +396,9 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     if (mpi_errno) {
         /* no announcement left: undo the request and the op */
         MPIR_Request *req = *request;
-        op_release(op);
+        MPIDI_PART_op_release(op);
         MPIDI_PART_OP(req) = NULL;
-        op_release(op);
+        MPIDI_PART_op_release(op);
         MPIR_Request_free(req);
         *request = NULL;
         MPIR_ERR_POP(mpi_errno);
@@ -464,7 +464,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     if (rts) {
         MPL_free(rts);
         mpi_errno = MPIDI_PART_match_posted(op);
-        op_release(op);
+        MPIDI_PART_op_release(op);
         MPIR_ERR_CHECK(mpi_errno);
     }
 

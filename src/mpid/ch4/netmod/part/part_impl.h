@@ -380,6 +380,8 @@ static inline int MPIDI_PART_replan_ahead(MPIDI_PART_op_t * op)
 /* ---- part_core.c: operations and completion ---------------------------------------- */
 int MPIDI_PART_op_unref(MPIDI_PART_op_t * op);  /* lock held; 1: last ref, destroy it */
 void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op);       /* lock not held */
+void MPIDI_PART_op_release(MPIDI_PART_op_t * op);       /* lock not held: unref, destroy
+                                                         * if it was the last */
 int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs);
 void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */

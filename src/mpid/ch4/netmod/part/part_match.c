@@ -560,13 +560,8 @@ static int handle_layout(const MPIDI_PART_hdr_t * hdr)
         mpi_errno = op->tp->recv_arm(op);
     if (complete)
         MPIDI_PART_complete_iteration(op);
-    if (began || complete) {
-        MPIDI_PART_LOCK();
-        int last = MPIDI_PART_op_unref(op);
-        MPIDI_PART_UNLOCK();
-        if (last)
-            MPIDI_PART_op_destroy(op);
-    }
+    if (began || complete)
+        MPIDI_PART_op_release(op);
     return mpi_errno;
 }
 
@@ -605,11 +600,7 @@ static int handle_rts(MPIDI_PART_inbox_t * e)
         return MPI_SUCCESS;
 
     mpi_errno = MPIDI_PART_match_posted(op);
-    MPIDI_PART_LOCK();
-    int last = MPIDI_PART_op_unref(op); /* the posted queue's reference */
-    MPIDI_PART_UNLOCK();
-    if (last)
-        MPIDI_PART_op_destroy(op);
+    MPIDI_PART_op_release(op); /* the posted queue's reference */
     return mpi_errno;
 }
 
@@ -648,11 +639,7 @@ int MPIDI_PART_handshake(void)
                 op = named_op(&e->hdr);
                 if (op) {
                     err = handle_plan(op, &e->hdr);
-                    MPIDI_PART_LOCK();
-                    int last = MPIDI_PART_op_unref(op); /* the handshake reference */
-                    MPIDI_PART_UNLOCK();
-                    if (last)
-                        MPIDI_PART_op_destroy(op);
+                    MPIDI_PART_op_release(op); /* the handshake reference */
                 }
                 break;
             case MPIDI_PART_MSG_CTS:
@@ -676,13 +663,8 @@ int MPIDI_PART_handshake(void)
                     memcpy(op->early_cts_ext[op->early_ncts], e->hdr.ext, e->hdr.ext_len);
                     op->early_ncts++;
                 }
-                if (op) {
-                    MPIDI_PART_LOCK();
-                    int last = MPIDI_PART_op_unref(op);
-                    MPIDI_PART_UNLOCK();
-                    if (last)
-                        MPIDI_PART_op_destroy(op);
-                }
+                if (op)
+                    MPIDI_PART_op_release(op);
                 break;
             case MPIDI_PART_MSG_LAYOUT:
                 err = handle_layout(&e->hdr);

@@ -317,11 +317,7 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
                 }
                 if (err && mpi_errno == MPI_SUCCESS)
                     mpi_errno = err;
-                MPIDI_PART_LOCK();
-                int last = MPIDI_PART_op_unref(ev[i].op);       /* resolve's reference */
-                MPIDI_PART_UNLOCK();
-                if (last)
-                    MPIDI_PART_op_destroy(ev[i].op);
+                MPIDI_PART_op_release(ev[i].op); /* resolve's reference */
             }
         }
         imms += batch;
@@ -402,11 +398,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
     if (op == NULL)
         return;
     op->rdma->peer_failed(op, why);
-    MPIDI_PART_LOCK();
-    int last = MPIDI_PART_op_unref(op);
-    MPIDI_PART_UNLOCK();
-    if (last)
-        MPIDI_PART_op_destroy(op);
+    MPIDI_PART_op_release(op);
 }
 
 int MPIDI_PART_rdma_progress_rest(void)

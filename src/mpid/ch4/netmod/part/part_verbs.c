@@ -1118,11 +1118,7 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
         snprintf(msg, sizeof(msg), "%s (verbs device %s of rank %d)", why, vrb.dev,
                  MPIR_Process.rank);
         MPIDI_PART_rdma_tell_peer(teller, msg);
-        MPIDI_PART_LOCK();
-        int last = MPIDI_PART_op_unref(teller);
-        MPIDI_PART_UNLOCK();
-        if (last)
-            MPIDI_PART_op_destroy(teller);
+        MPIDI_PART_op_release(teller);
     }
 }
 
