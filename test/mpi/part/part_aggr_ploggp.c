@@ -182,9 +182,7 @@ int main(int argc, char **argv)
         set_int_cvar("MPIR_CVAR_PART_AGGR_SIZE", 0);
     }
 
-    if (pv_session != MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_free(&pv_session);
-    MPI_T_finalize();
+    pv_finalize();
     unlink(path);
     MTest_Finalize(errs);
     return MTestReturnValue(errs);

@@ -147,9 +147,7 @@ int main(int argc, char **argv)
         }
     }
 
-    if (pv_session != MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_free(&pv_session);
-    MPI_T_finalize();
+    pv_finalize();
     if (pair != MPI_COMM_NULL)
         MPI_Comm_free(&pair);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -125,9 +125,7 @@ int main(int argc, char *argv[])
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    if (pv_session != MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_free(&pv_session);
-    MPI_T_finalize();
+    pv_finalize();
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }

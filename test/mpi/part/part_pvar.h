@@ -3,7 +3,7 @@
  * cv_read_int) by name, for this project's tests.
  * Include it after the test's own `static int rank, errs;` (a missing pvar, one of another
  * type, or a failed read is reported on stderr and counted in errs). Call MPI_T_init_thread
- * first, and free pv_session (if not MPI_T_PVAR_SESSION_NULL) before MPI_T_finalize.
+ * first and pv_finalize at the end (it frees the session, then MPI_T_finalize).
  */
 #ifndef PART_PVAR_H_INCLUDED
 #define PART_PVAR_H_INCLUDED
@@ -94,6 +94,14 @@ static inline unsigned long long pv_settle(const char *name, unsigned long long 
         v = pv_read(name);
     }
     return v;
+}
+
+/* The end of the test's MPI_T use: the session pv_read made, then MPI_T_finalize. */
+static inline void pv_finalize(void)
+{
+    if (pv_session != MPI_T_PVAR_SESSION_NULL)
+        MPI_T_pvar_session_free(&pv_session);
+    MPI_T_finalize();
 }
 
 /* The value of the integer control variable `name` (MPI_T), or -1 (reported, counted). */

@@ -961,9 +961,7 @@ int main(int argc, char *argv[])
     free_types();
     if (have_aggr)
         MPI_T_cvar_handle_free(&aggr_h);
-    if (pv_session != MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_free(&pv_session);
-    MPI_T_finalize();
+    pv_finalize();
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }

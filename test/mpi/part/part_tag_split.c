@@ -288,9 +288,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
-    if (pv_session != MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_free(&pv_session);
-    MPI_T_finalize();
+    pv_finalize();
     if (path[0])
         unlink(path);
     MTest_Finalize(errs);

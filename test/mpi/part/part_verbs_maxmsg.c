@@ -130,9 +130,7 @@ int main(int argc, char **argv)
     }
     for (int o = 0; o < NOPS; o++)
         free(buf[o]);
-    if (pv_session != MPI_T_PVAR_SESSION_NULL)
-        MPI_T_pvar_session_free(&pv_session);
-    MPI_T_finalize();
+    pv_finalize();
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }
