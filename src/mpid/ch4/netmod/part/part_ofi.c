@@ -378,7 +378,6 @@ static void fabric_open(void)
         want_eps = 1;
         hints->domain_attr->threading = FI_THREAD_DOMAIN;       /* we serialize (DOM_LOCK) */
         rc = fi_getinfo(OFI_VERSION, NULL, NULL, 0, hints, &info);
-        ofi.serial = 1;
     }
     if (rc) {
         snprintf(ofi.why, sizeof(ofi.why), "provider '%s' offers no RDMA endpoint: "
@@ -394,6 +393,7 @@ static void fabric_open(void)
         goto fail;
     }
     ofi.info = fi_dupinfo(fi);
+    ofi.serial = fi->domain_attr->threading != FI_THREAD_SAFE;
     snprintf(ofi.prov, sizeof(ofi.prov), "%s", fi->fabric_attr->prov_name);
     ofi.own_names = strcmp(ofi.prov, "shm") == 0;
     uint64_t mrm = fi->domain_attr->mr_mode;
