@@ -72,6 +72,19 @@ cvars:
         above it one rendezvous costs less than the eager copies (measured within a node:
         eager pieces 2.5x faster at 64-128 KiB, either way at 256 KiB, 1.2x slower at 1 MiB).
 
+    - name        : MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: the thread that arms direct completion of a receive (part_tag.c)
+        busy-waits this many microseconds once it has released the VCI lock, so that the
+        one message can complete the request, and the program start or free it again,
+        before that thread returns (threads/part/part_race_direct_arm). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -233,13 +246,31 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
  * MPID_Irecv); with several, the shared-memory path may map VCIs onto fewer queues. Not on
  * a communicator of one process either: ch4's self path (ch4_self.c) completes a receive by
  * zeroing its own counter, not through cc_ptr.
- * For an iteration of one message (r is its request, not yet published). Returns whether r
- * now completes the request. */
-static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r)
+ * Whether it armed (op->direct) and the request (its slot) are recorded under that lock
+ * too: once the lock is released the message may complete the request in another thread
+ * and the program start the next iteration (which reads op->direct and frees the slot's
+ * request) or free the request. The first iteration's receives are posted by whichever
+ * thread's progress installs the plan, not necessarily the one that waits.
+ * For an iteration of one message, r its request for slot s (not yet published). Returns
+ * whether r now completes the request. */
+static void debug_delay(int us)
+{
+    MPL_time_t t0, t1;
+    double secs = 0;
+    MPL_wtime(&t0);
+    while (secs * 1e6 < us) {
+        MPL_wtime(&t1);
+        MPL_wtime_diff(&t0, &t1, &secs);
+    }
+}
+
+static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r, int32_t s)
 {
     if (!op->u.tag.permanent || op->u.tag.vcomm || MPIDI_global.n_vcis != 1 ||
-        MPIDI_PART_replan_ahead(op) || MPIDI_is_self_comm(op->comm))
+        MPIDI_PART_replan_ahead(op) || MPIDI_is_self_comm(op->comm)) {
+        __atomic_store_n(&op->u.tag.wreq[s], r, __ATOMIC_RELEASE);
         return 0;
+    }
     int armed = 0;
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
     if (!MPIR_cc_is_complete(r->cc_ptr)) {
@@ -247,8 +278,12 @@ static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r)
         r->cc_ptr = op->req->cc_ptr;
         armed = 1;
     }
-    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
     __atomic_store_n(&op->direct, armed, __ATOMIC_RELAXED);
+    __atomic_store_n(&op->u.tag.wreq[s], r, __ATOMIC_RELEASE);       /* after op->direct */
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
+    /* from here on op may be in its next iteration or freed: only globals */
+    if (unlikely(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US > 0))
+        debug_delay(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US);
     if (armed)
         MPIDI_PART_PVAR_ADD(DIRECT_ITERS, 1);
     return armed;
@@ -334,13 +369,14 @@ static int post_recvs(MPIDI_PART_op_t * op)
                                MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET, &r);
         MPIR_ERR_CHECK(mpi_errno);
         if (n == 1)
-            direct = direct_arm(op, r);
-        /* published after direct_arm (which sets op->direct first) */
-        __atomic_store_n(&t->wreq[s], r, __ATOMIC_RELEASE);
+            direct = direct_arm(op, r, s);      /* publishes r */
+        else
+            __atomic_store_n(&t->wreq[s], r, __ATOMIC_RELEASE);
     }
     MPIDI_PART_PVAR_ADD(WIRE_MSGS_RECVD, n);
     if (direct)
-        goto fn_exit;   /* nothing to poll: the message completes the request */
+        goto fn_exit;   /* nothing to poll: the message completes the request (and op
+                         * may already be in its next iteration or freed) */
     for (int m = 0; m < n; m++)
         all_done &= tag_test_msg(op, m);
     if (!all_done)
