@@ -561,6 +561,14 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
     const struct MPIDI_PART_transport *tp = op->tp;
     if (unlikely(replan_iter) && op->st.iter + 1 == replan_iter)
         send_layout = MPIDI_PART_replan_locked(op, op->is_send ? &plan : NULL);
+#ifdef MPIDI_CH4_PART_RDMA
+    /* an RDMA operation whose iteration failed (a write, a credit, or the peer's side, which
+     * told us) moves nothing more: this and every later iteration complete at once with that
+     * error, as the peer's do (README 4b, "Errors") */
+    if (unlikely(op->rdma != NULL && MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS) &&
+        MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED)
+        MPIDI_PART_st_fail(&op->st);
+#endif
     *action = MPIDI_PART_st_start(&op->st, 0);
     if (*action == MPIDI_PART_START_RUN && op->is_send && tp->always_armed(op)) {
         int32_t none;   /* nothing is held at the start */
@@ -809,7 +817,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
             *flag = 1;
             if (early_pending(op))
                 mpi_errno = early_arrival(op);
-            goto fn_exit;
+            goto fn_arrived;
         }
         /* bounded progress on what carries the partition (and the engine's handshake) */
         int done;
@@ -825,6 +833,14 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     } else {
         *flag = 1;      /* nothing travels (EMPTY), or the iteration failed */
     }
+
+  fn_arrived:
+#ifdef MPIDI_CH4_PART_RDMA
+    /* over RDMA a partition of a failed iteration counts as done, but it never arrived: say
+     * so (the error MPI_Wait will return), not "arrived" */
+    if (*flag && unlikely(op->rdma != NULL) && mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_PART_rdma_error_of(op);
+#endif
 
   fn_exit:
     return mpi_errno;

@@ -53,9 +53,10 @@ cvars:
         the send request completes with an error naming the provider and that nothing
         reaches the receiver. 2: the same, but every data write first waits in its
         endpoint's queue (as when the transmit queue is full) and fails when progress
-        posts it. (A wrong remote key is no such test: shm and tcp;ofi_rxm in
-        libfabric 1.17 drop such a write at the target and report success to the sender.)
-        0: off.
+        posts it. 3: every credit of a receiver fails as in 1 (its sender learns it from
+        the receiver's FAIL message). (A wrong remote key is no such test: shm and
+        tcp;ofi_rxm in libfabric 1.17 drop such a write at the target and report success to
+        the sender.) 0: off.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -82,6 +83,7 @@ typedef struct MPIDI_PART_ofiop {
     void *desc;
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
     ofi_wctx_t *wctx;           /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
+    char why[192];              /* the first failure, for the peer's FAIL (op_error) */
 } MPIDI_PART_ofiop_t;
 
 #define OFIOP(op_) ((MPIDI_PART_ofiop_t *) (op_)->rdma)
@@ -115,6 +117,7 @@ typedef struct ofi_pend {
     MPIDI_PART_op_t *op;
     int32_t m;                  /* the write; -1: op's credit for iteration iter */
     uint32_t iter;
+    int tell;                   /* failed: this thread recorded op's error (op_error) */
 } ofi_pend_t;
 
 typedef struct {
@@ -530,6 +533,7 @@ static fi_addr_t peer_addr(const uint8_t * addr, size_t len)
 /* ---- operation state ------------------------------------------------------------------- */
 
 static void ofi_release(MPIDI_PART_op_t * op);
+static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why);
 
 /* New transport state for op, with a slot (no lock held). */
 static int ofiop_create(MPIDI_PART_op_t * op)
@@ -540,6 +544,7 @@ static int ofiop_create(MPIDI_PART_op_t * op)
     o->peer_fa = FI_ADDR_NOTAVAIL;
     o->r.tp = &MPIDI_PART_ofi_transport;
     o->r.release = ofi_release;
+    o->r.peer_failed = ofi_peer_failed;
     if (!MPIDI_PART_rdma_attach(op, &o->r)) {
         MPL_free(o);
         return 0;
@@ -599,15 +604,59 @@ int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op)
 
 /* ---- writes ------------------------------------------------------------------------------ */
 
+/* Record op's error: what failed, the provider's text. Only the first one counts (an
+ * iteration's first error is reported; the operation moves nothing more afterwards). Returns
+ * 1 when this call recorded it: its caller then tells the peer (tell_failure) once it holds
+ * no lock. */
 static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 {
-    int first = MPIDI_PART_rdma_error_of(op);  /* the iteration's first error is reported */
-    if (first != MPI_SUCCESS)
-        return first;
+    if (MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS)
+        return 0;
     int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                    MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
                                    ofi.prov, what, detail, op->peer);
-    return MPIDI_PART_rdma_error(op, err);
+    MPIDI_PART_rdma_error(op, err);
+    if (MPIDI_PART_rdma_error_of(op) != err)
+        return 0;       /* another thread's came first */
+    snprintf(OFIOP(op)->why, sizeof(OFIOP(op)->why), "rank %d: %s failed: %s",
+             MPIR_Process.rank, what, detail);
+    return 1;
+}
+
+/* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
+ * the peer, whose side would otherwise wait for writes or a credit that never come. Before
+ * the failure ends op's iteration (the program may free op once it has). */
+static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
+{
+    MPIDI_PART_rdma_tell_peer(op, iter, OFIOP(op)->why);
+}
+
+/* The peer's side failed in its iteration iter (its FAIL message; op is held): our
+ * iteration iter fails with the peer's text, and so does every later one (MPI_Start
+ * completes them at once, part_core.c: the peer writes and credits nothing more). A
+ * sender still completing iteration iter - 1 (its writes all landed: the receiver has
+ * started iter) reads its completions first, so that iter - 1 keeps its success. */
+static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
+{
+    int64_t until = MPIDI_PART_now_ns() + 1000000000;   /* a second at most */
+    for (;;) {
+        MPIDI_PART_LOCK();
+        int running = MPIDI_PART_st_is_running(&op->st);
+        uint32_t cur = op->st.iter;
+        MPIDI_PART_UNLOCK();
+        if (running && cur + 1 == iter && MPIDI_PART_now_ns() < until) {
+            MPIDI_PART_ofi_progress();
+            continue;
+        }
+        if (running && cur != iter)
+            return;     /* not ours to end (a stale notice) */
+        if (!running && cur + 1 != iter)
+            return;
+        op_error(op, "the peer's side", why);   /* the peer knows: not told back */
+        if (running)
+            MPIDI_PART_rdma_failed(op, -1);
+        return;
+    }
 }
 
 /* Post write w (part_rdma.h; its endpoint's lock held): -FI_EAGAIN when the endpoint is
@@ -621,7 +670,7 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     MPIDI_PART_rdma_wire(op, w, &off, &len, &imm);
     o->wctx[w].op = op;
     o->wctx[w].m = w;
-    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0))
+    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 1 || MPIR_CVAR_PART_OFI_DEBUG_FAULT == 2))
         return -FI_EIO;         /* testing aid: the provider refused the write */
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
                         o->peer_fa_ep[MPIDI_PART_rdma_write_lane(op, w)],
@@ -634,6 +683,8 @@ static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     uint32_t imm;
+    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 3))
+        return -FI_EIO;         /* testing aid: the provider refused the credit */
     ofi_wctx_t *c = MPL_calloc(1, sizeof(*c), MPL_MEM_OTHER);
     if (c == NULL)
         return -FI_ENOMEM;
@@ -684,7 +735,8 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
     EP_UNLOCK(e);
     if (rc == 0)
         return MPI_SUCCESS;
-    op_error(op, m >= 0 ? "fi_writedata" : "fi_writedata(credit)", fi_strerror((int) -rc));
+    if (op_error(op, m >= 0 ? "fi_writedata" : "fi_writedata(credit)", fi_strerror((int) -rc)))
+        tell_failure(op, m >= 0 ? op->st.iter : iter);
     MPIDI_PART_rdma_failed(op, m);
     return MPI_SUCCESS;
 }
@@ -707,6 +759,7 @@ static int ofi_recv_arm(MPIDI_PART_op_t * op)
 typedef struct {
     MPIDI_PART_op_t *op;
     int32_t m;
+    int tell;                   /* an error completion that recorded op's error */
 } ofi_event_t;
 
 /* Read one endpoint's completion queue and post the writes that waited for room. */
@@ -734,9 +787,9 @@ static int ep_progress(ofi_ep_t * e)
                 if (w->op) {
                     ev[nev].op = w->op;
                     ev[nev].m = w->m;
+                    ev[nev].tell = op_error(w->op, "a write's completion",
+                                            detail ? detail : fi_strerror(err.err));
                     nev++;
-                    op_error(w->op, "a write's completion",
-                             detail ? detail : fi_strerror(err.err));
                 } else {
                     MPL_free(w);        /* a credit that failed: its receiver hangs on; */
                     /* the sender's side reports the broken connection */
@@ -754,6 +807,7 @@ static int ep_progress(ofi_ep_t * e)
             if (w && w->op) {
                 ev[nev].op = w->op;
                 ev[nev].m = w->m;
+                ev[nev].tell = 0;
                 nev++;
             } else {
                 MPL_free(w);    /* a credit's context */
@@ -776,8 +830,8 @@ static int ep_progress(ofi_ep_t * e)
             e->tx_out++;
             MPL_free(p);
         } else {
-            op_error(p->op, p->m >= 0 ? "fi_writedata" : "fi_writedata(credit)",
-                     fi_strerror((int) -rc));
+            p->tell = op_error(p->op, p->m >= 0 ? "fi_writedata" : "fi_writedata(credit)",
+                               fi_strerror((int) -rc));
             p->next = failed;
             failed = p;
         }
@@ -786,6 +840,8 @@ static int ep_progress(ofi_ep_t * e)
     while (failed) {
         ofi_pend_t *p = failed;
         failed = p->next;
+        if (p->tell)
+            tell_failure(p->op, p->m >= 0 ? p->op->st.iter : p->iter);
         MPIDI_PART_rdma_failed(p->op, p->m);
         MPL_free(p);
     }
@@ -794,8 +850,11 @@ static int ep_progress(ofi_ep_t * e)
      * is added to here, once per batch, not once per write on MPI_Pready */
     if (nev)
         MPIDI_PART_PVAR_ADD(OFI_WRITES, nev);
-    for (int i = 0; i < nev; i++)
+    for (int i = 0; i < nev; i++) {
+        if (unlikely(ev[i].tell))
+            tell_failure(ev[i].op, ev[i].op->st.iter);
         MPIDI_PART_rdma_write_done(ev[i].op, ev[i].m);
+    }
 
     if (nremote > 0)
         mpi_errno = MPIDI_PART_rdma_deliver(imms, nremote);

@@ -365,12 +365,13 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
     }
 }
 
-int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, const char *why)
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_FAIL;
     hdr.sop = op->rdma->peer_slot;
+    hdr.iter = iter;
     hdr.ext_len = (int32_t) strnlen(why, MPIDI_PART_EXT_MAX - 1) + 1;
     memcpy(hdr.ext, why, hdr.ext_len - 1);
     hdr.ext[hdr.ext_len - 1] = 0;
@@ -397,7 +398,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_UNLOCK();
     if (op == NULL)
         return;
-    op->rdma->peer_failed(op, why);
+    op->rdma->peer_failed(op, hdr->iter, why);
     MPIDI_PART_op_release(op);
 }
 

@@ -19,8 +19,8 @@
 typedef struct MPIDI_PART_rdmaop {
     const MPIDI_PART_transport_t *tp;   /* the backend's transport */
     void (*release) (MPIDI_PART_op_t * op);     /* the backend's part (no lock) */
-    /* the peer says its side of the connection broke (no lock; NULL: ignore) */
-    void (*peer_failed) (MPIDI_PART_op_t * op, const char *why);
+    /* the peer says its side failed in its iteration iter (no lock; NULL: ignore) */
+    void (*peer_failed) (MPIDI_PART_op_t * op, uint32_t iter, const char *why);
     uint32_t slot;              /* ours: the peer's immediates name it */
     uint32_t peer_slot;
     uint32_t credited;          /* sender: iterations the receiver has started (engine lock) */
@@ -53,9 +53,9 @@ static inline int MPIDI_PART_rdma_error_of(MPIDI_PART_op_t * op)
 /* A write could not be posted: the iteration completes with op's error (m = -1: the
  * credit, so nothing will arrive). */
 void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
-/* No lock: tell op's peer that the connection op uses broke (a FAIL message, which travels
- * on the handshake's active messages, not on the broken connection). */
-int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, const char *why);
+/* No lock: tell op's peer that op's side failed in iteration iter (a FAIL message, which
+ * travels on the handshake's active messages, not on the failed connection). */
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why);
 /* No lock: after a lane's queue did not bring message m of an MPI_Parrived, move VCI 0
  * (the handshake's active messages) and the handshake work. */
 int MPIDI_PART_rdma_progress_rest(void);
