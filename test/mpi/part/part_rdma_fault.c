@@ -14,7 +14,11 @@
  *            of the receiver fails): the two sides swap roles below: the receiver's own
  *            calls report its failed credit, the sender's say the peer's side failed.
  *
- * Iteration 1. Rank 0 starts, readies every partition and waits: MPI_Wait must return class
+ * MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER=K (default 1): the iterations before K go normally
+ * (MPI_SUCCESS on both sides, every byte of the receive buffer checked); the description
+ * below is of iteration K, the first refused one, and K + 1.
+ *
+ * Iteration K. Rank 0 starts, readies every partition and waits: MPI_Wait must return class
  * MPI_ERR_OTHER with a message naming the provider (MPI_Wait does not set status.MPI_ERROR:
  * only the calls that return MPI_ERR_IN_STATUS do). Rank 1 filled its buffer with a
  * sentinel, started, and polls MPI_Parrived on every partition: each call returns either
@@ -23,9 +27,11 @@
  * reported arrived is a failure, and so is no error within 30 s. Then its MPI_Wait must
  * return MPI_ERR_OTHER naming the provider and saying that the peer's side failed, and no
  * byte of its buffer may have changed.
- * Iteration 2 on both sides: the operations failed, so MPI_Wait returns MPI_ERR_OTHER at
+ * Iteration K + 1 on both sides: the operations failed, so MPI_Wait returns MPI_ERR_OTHER at
  * once (no write: the buffer still holds the sentinel). Both free their requests and
- * finalize normally.
+ * finalize normally. With -fault=credit and K > 1 the receiver's FAIL may reach the sender
+ * while it still collects iteration K - 1's completions: that iteration must keep its
+ * success.
  */
 #include "mpi.h"
 #include <stdio.h>
@@ -66,6 +72,11 @@ static void check_error(const char *who, int rc, const char *want)
     }
 }
 
+static unsigned char val(int iter, int i)
+{
+    return (unsigned char) (i * 7 + iter * 31 + (i >> 8));
+}
+
 static void check_untouched(const unsigned char *buf, int n, int iter)
 {
     for (int i = 0; i < n; i++) {
@@ -96,33 +107,67 @@ int main(int argc, char **argv)
         fprintf(stderr, "invalid -parts (1..4096)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    /* the first refused iteration (the engine reads the same variable) */
+    const char *fi = getenv("MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER");
+    int K = fi ? atoi(fi) : 1;
+    if (K < 1 || K > 1000) {
+        fprintf(stderr, "MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER must be 1..1000 here\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     buf = malloc((size_t) PARTS * COUNT);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (rank == 0) {
         MPI_Status st;
-        for (int i = 0; i < PARTS * COUNT; i++)
-            buf[i] = (unsigned char) i;
+        char who[64];
         MPI_Psend_init(buf, PARTS, COUNT, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
-        for (int iter = 1; iter <= 2; iter++) {
+        for (int iter = 1; iter <= K + 1; iter++) {
             MPI_Start(&req);
+            for (int i = 0; i < PARTS * COUNT; i++)
+                buf[i] = val(iter, i);
             MPI_Pready_range(0, PARTS - 1, req);
-            check_error(iter == 1 ? "sender: MPI_Wait of iteration 1" :
-                        "sender: MPI_Wait of iteration 2", MPI_Wait(&req, &st), send_says);
+            int rc = MPI_Wait(&req, &st);
+            snprintf(who, sizeof(who), "sender: MPI_Wait of iteration %d", iter);
+            if (iter >= K) {
+                check_error(who, rc, send_says);
+            } else if (rc != MPI_SUCCESS) {
+                fprintf(stderr, "%s: failed before the refused iteration %d\n", who, K);
+                errs++;
+            }
         }
         MPI_Request_free(&req);
     } else if (rank == 1) {
         int failed = 0, rc;
-        memset(buf, 0xA5, (size_t) PARTS * COUNT);
+        char who[64];
         MPI_Precv_init(buf, PARTS, COUNT, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+        /* the iterations before the refused one carry their data */
+        for (int iter = 1; iter < K; iter++) {
+            memset(buf, 0xA5, (size_t) PARTS * COUNT);
+            MPI_Start(&req);
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) {
+                fprintf(stderr, "receiver: MPI_Wait of iteration %d failed before the refused "
+                        "iteration %d\n", iter, K);
+                errs++;
+            }
+            for (int i = 0; i < PARTS * COUNT; i++)
+                if (buf[i] != val(iter, i)) {
+                    fprintf(stderr, "receiver: iteration %d: byte %d is %d, expected %d\n",
+                            iter, i, buf[i], val(iter, i));
+                    errs++;
+                    break;
+                }
+        }
+        memset(buf, 0xA5, (size_t) PARTS * COUNT);
         MPI_Start(&req);
+        snprintf(who, sizeof(who), "receiver: MPI_Parrived of iteration %d", K);
         double t0 = MPI_Wtime();
         while (!failed && MPI_Wtime() - t0 < DEADLINE) {
             for (int p = 0; p < PARTS && !failed; p++) {
                 int arrived = 0;
                 rc = MPI_Parrived(req, p, &arrived);
                 if (rc != MPI_SUCCESS) {
-                    check_error("receiver: MPI_Parrived of iteration 1", rc, recv_says);
+                    check_error(who, rc, recv_says);
                     failed = 1;
                 } else if (arrived) {
                     fprintf(stderr, "receiver: partition %d reported arrived\n", p);
@@ -137,13 +182,13 @@ int main(int argc, char **argv)
             errs++;
             MPI_Abort(MPI_COMM_WORLD, 1);       /* the request would never complete */
         }
-        check_error("receiver: MPI_Wait of iteration 1", MPI_Wait(&req, MPI_STATUS_IGNORE),
-                    recv_says);
-        check_untouched(buf, PARTS * COUNT, 1);
+        snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K);
+        check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);
+        check_untouched(buf, PARTS * COUNT, K);
         MPI_Start(&req);
-        check_error("receiver: MPI_Wait of iteration 2", MPI_Wait(&req, MPI_STATUS_IGNORE),
-                    recv_says);
-        check_untouched(buf, PARTS * COUNT, 2);
+        snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K + 1);
+        check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);
+        check_untouched(buf, PARTS * COUNT, K + 1);
         MPI_Request_free(&req);
     }
     free(buf);

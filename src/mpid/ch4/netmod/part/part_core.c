@@ -563,11 +563,14 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         send_layout = MPIDI_PART_replan_locked(op, op->is_send ? &plan : NULL);
 #ifdef MPIDI_CH4_PART_RDMA
     /* an RDMA operation whose iteration failed (a write, a credit, or the peer's side, which
-     * told us) moves nothing more: this and every later iteration complete at once with that
-     * error, as the peer's do (README 4b, "Errors") */
-    if (unlikely(op->rdma != NULL && MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS) &&
-        MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED)
-        MPIDI_PART_st_fail(&op->st);
+     * told us: from its iteration on) moves nothing more: this and every later iteration
+     * complete at once with that error, as the peer's do (README 4b, "Errors") */
+    if (unlikely(op->rdma != NULL)) {
+        MPIDI_PART_rdma_doomed(op, op->st.iter + 1);
+        if (MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS &&
+            MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED)
+            MPIDI_PART_st_fail(&op->st);
+    }
 #endif
     *action = MPIDI_PART_st_start(&op->st, 0);
     if (*action == MPIDI_PART_START_RUN && op->is_send && tp->always_armed(op)) {

@@ -394,6 +394,13 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
     }
     if (op->freed) {
         /* nothing to start; the op goes with the handshake reference */
+#ifdef MPIDI_CH4_PART_RDMA
+    } else if (status == MPIDI_PART_STATUS_OK && op->st.started_unplanned &&
+               MPIDI_PART_rdma_doomed(op, op->st.iter)) {
+        /* the receiver's FAIL for the iteration we started came before its PLAN (it sent
+         * the PLAN after releasing its lock; its MPI_Start's credit failed meanwhile) */
+        complete = MPIDI_PART_st_fail(&op->st);
+#endif
     } else if (status == MPIDI_PART_STATUS_OK) {
         int was = op->st.started_unplanned;
         int armed = tp ? tp->always_armed(op) : 1;

@@ -58,6 +58,18 @@ cvars:
         tcp;ofi_rxm in libfabric 1.17 drop such a write at the target and report success to
         the sender.) 0: off.
 
+    - name        : MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER
+      category    : CH4_PART
+      type        : int
+      default     : 1
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid for MPIR_CVAR_PART_OFI_DEBUG_FAULT: the writes (or credits) of an
+        operation's iterations before this one (1: the first) go normally, from it on they
+        fail.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -628,35 +640,35 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
  * the failure ends op's iteration (the program may free op once it has). */
 static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
 {
-    MPIDI_PART_rdma_tell_peer(op, iter, OFIOP(op)->why);
+    int err = MPIDI_PART_rdma_tell_peer(op, iter, OFIOP(op)->why);
+    if (err != MPI_SUCCESS)     /* the handshake's active messages failed too */
+        fprintf(stderr, "partitioned engine: rank %d could not tell rank %d that a "
+                "transfer failed (%s)\n", MPIR_Process.rank, op->peer, OFIOP(op)->why);
 }
 
-/* The peer's side failed in its iteration iter (its FAIL message; op is held): our
- * iteration iter fails with the peer's text, and so does every later one (MPI_Start
- * completes them at once, part_core.c: the peer writes and credits nothing more). A
- * sender still completing iteration iter - 1 (its writes all landed: the receiver has
- * started iter) reads its completions first, so that iter - 1 keeps its success. */
+/* The peer's side failed in its iteration iter (its FAIL message; op is held): so does
+ * every iteration of ours from iter on (part_rdma.c, MPIDI_PART_rdma_doom_locked: the
+ * running one now, with the peer's text, later ones at their MPI_Start: the peer writes and
+ * credits nothing more). A sender still completing iteration iter - 1 (its writes all
+ * landed: the receiver has started iter) keeps that one's success. */
 static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
-    int64_t until = MPIDI_PART_now_ns() + 1000000000;   /* a second at most */
-    for (;;) {
-        MPIDI_PART_LOCK();
-        int running = MPIDI_PART_st_is_running(&op->st);
-        uint32_t cur = op->st.iter;
-        MPIDI_PART_UNLOCK();
-        if (running && cur + 1 == iter && MPIDI_PART_now_ns() < until) {
-            MPIDI_PART_ofi_progress();
-            continue;
-        }
-        if (running && cur != iter)
-            return;     /* not ours to end (a stale notice) */
-        if (!running && cur + 1 != iter)
-            return;
-        op_error(op, "the peer's side", why);   /* the peer knows: not told back */
-        if (running)
-            MPIDI_PART_rdma_failed(op, -1);
-        return;
-    }
+    int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                   MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
+                                   ofi.prov, "the peer's side", why, op->peer);
+    MPIDI_PART_LOCK();
+    int now = MPIDI_PART_rdma_doom_locked(op, iter, err);
+    MPIDI_PART_UNLOCK();
+    if (now)
+        MPIDI_PART_rdma_failed(op, -1);        /* the peer knows: not told back */
+}
+
+/* The testing aid MPIR_CVAR_PART_OFI_DEBUG_FAULT: whether mode refuses iteration iter's
+ * writes. */
+static inline int debug_fault(int mode, uint32_t iter)
+{
+    return MPIR_CVAR_PART_OFI_DEBUG_FAULT == mode &&
+        (int64_t) iter >= (int64_t) MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER;
 }
 
 /* Post write w (part_rdma.h; its endpoint's lock held): -FI_EAGAIN when the endpoint is
@@ -670,7 +682,8 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     MPIDI_PART_rdma_wire(op, w, &off, &len, &imm);
     o->wctx[w].op = op;
     o->wctx[w].m = w;
-    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 1 || MPIR_CVAR_PART_OFI_DEBUG_FAULT == 2))
+    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0) &&
+        (debug_fault(1, op->st.iter) || debug_fault(2, op->st.iter)))
         return -FI_EIO;         /* testing aid: the provider refused the write */
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
                         o->peer_fa_ep[MPIDI_PART_rdma_write_lane(op, w)],
@@ -683,7 +696,7 @@ static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     uint32_t imm;
-    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 3))
+    if (unlikely(debug_fault(3, iter)))
         return -FI_EIO;         /* testing aid: the provider refused the credit */
     ofi_wctx_t *c = MPL_calloc(1, sizeof(*c), MPL_MEM_OTHER);
     if (c == NULL)
@@ -713,7 +726,8 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 
     EP_LOCK(e);
     if (e->pend_head == NULL && e->tx_out < ofi.tx_size &&
-        !unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 2 && m >= 0))
+        !(unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 2) && m >= 0 &&
+          debug_fault(2, op->st.iter)))
         rc = post(e, &one);
     if (rc == 0) {
         e->tx_out++;

@@ -365,12 +365,20 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
     }
 }
 
+/* The pair's name on both sides: the sender's operation (a FAIL that reaches an operation
+ * which took a freed slot over names another pair). */
+static inline uint64_t pair_id(MPIDI_PART_op_t * op)
+{
+    return op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
+}
+
 int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_FAIL;
     hdr.sop = op->rdma->peer_slot;
+    hdr.rop = pair_id(op);
     hdr.iter = iter;
     hdr.ext_len = (int32_t) strnlen(why, MPIDI_PART_EXT_MAX - 1) + 1;
     memcpy(hdr.ext, why, hdr.ext_len - 1);
@@ -390,7 +398,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_LOCK();
     if (hdr->sop < rdma.next_slot)
         op = rdma.slots[hdr->sop];
-    if (op && op->rdma && op->rdma->peer_failed && op->refs > 0)
+    if (op && op->rdma && op->rdma->peer_failed && op->refs > 0 && pair_id(op) == hdr->rop)
         op->refs++;     /* alive until the backend is done with it (not one whose last
                          * reference went: its destruction is under way elsewhere) */
     else
@@ -400,6 +408,24 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
         return;
     op->rdma->peer_failed(op, hdr->iter, why);
     MPIDI_PART_op_release(op);
+}
+
+int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, uint32_t iter, int err)
+{
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    if (iter == 0)
+        return 0;
+    if (r->fail_from == 0 || (int32_t) (iter - r->fail_from) < 0) {
+        r->fail_from = iter;
+        r->fail_err = err;
+    }
+    /* the running iteration (its MPI_Start checks the same under this lock: either it saw
+     * the failure, or we see it running); one started before the plan fails when the plan
+     * is installed */
+    if (MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED &&
+        MPIDI_PART_st_is_running(&op->st) && MPIDI_PART_rdma_doomed(op, op->st.iter))
+        return 1;
+    return 0;
 }
 
 int MPIDI_PART_rdma_progress_rest(void)

@@ -29,6 +29,9 @@ typedef struct MPIDI_PART_rdmaop {
     uint8_t *msg_lane;          /* lane of each message (NULL: all on lane 0) */
     struct MPIDI_PART_rtimer *timer;    /* the timer aggregator's state, or NULL */
     int busy;                   /* counted in the busy operations (atomic) */
+    uint32_t fail_from;         /* the peer failed in this iteration, so does every one
+                                 * from it on (0: it did not; engine lock) */
+    int fail_err;               /* what those iterations complete with (engine lock) */
 } MPIDI_PART_rdmaop_t;
 
 typedef struct MPIDI_PART_rtimer MPIDI_PART_rtimer_t;
@@ -56,6 +59,22 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
 /* No lock: tell op's peer that op's side failed in iteration iter (a FAIL message, which
  * travels on the handshake's active messages, not on the failed connection). */
 int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why);
+/* Engine lock held: the peer failed in its iteration iter (1, 2, ...) with err: every
+ * iteration of op from iter on fails. Returns 1 when op's running iteration is one of them
+ * (its error is set; the caller ends it, without the lock: MPIDI_PART_rdma_failed(op, -1));
+ * later ones fail at their MPI_Start or, started before the plan, when it is installed
+ * (MPIDI_PART_rdma_doomed). */
+int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, uint32_t iter, int err);
+/* Engine lock held: whether op's iteration iter is one the peer's failure dooms (then
+ * op's error is set). */
+static inline int MPIDI_PART_rdma_doomed(MPIDI_PART_op_t * op, uint32_t iter)
+{
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    if (r == NULL || r->fail_from == 0 || (int32_t) (iter - r->fail_from) < 0)
+        return 0;
+    MPIDI_PART_rdma_error(op, r->fail_err);
+    return 1;
+}
 /* No lock: after a lane's queue did not bring message m of an MPI_Parrived, move VCI 0
  * (the handshake's active messages) and the handshake work. */
 int MPIDI_PART_rdma_progress_rest(void);

@@ -1096,6 +1096,11 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
             teller = op;
             op->refs++;
         }
+        /* every operation on the connection is failed, the idle ones too: their next
+         * MPI_Start completes at once (part_core.c), it would wait for a credit or writes
+         * on the broken connection forever. Set under the lock that MPI_Start checks it
+         * under: a start cannot slip between this and the running test below */
+        op_error(op, "the queue pair", why);
         if (!MPIDI_PART_st_is_running(&op->st))
             continue;
         if (n == cap) {
@@ -1108,10 +1113,8 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
         ops[n++] = op;
     }
     MPIDI_PART_UNLOCK();
-    for (int i = 0; i < n; i++) {
-        op_error(ops[i], "the queue pair", why);
+    for (int i = 0; i < n; i++)
         MPIDI_PART_rdma_failed(ops[i], -1);
-    }
     MPL_free(ops);
     if (teller) {
         char msg[160];
