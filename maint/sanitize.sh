@@ -5,7 +5,7 @@
 # the threaded engine tests on the normal (sanitizer-free) install, or ThreadSanitizer on a
 # build of its own. See README, "Memory and thread checkers".
 #
-#   maint/sanitize.sh [asan] [unit] [helgrind] [tsan]      (no argument: asan unit)
+#   maint/sanitize.sh [asan] [unit] [helgrind] [tsan] [handles]   (no argument: asan unit)
 #
 #   asan      maint/build.sh with CONFIGURE_ARGS = the default options, --enable-g=dbg,asan,ubsan
 #             --enable-fast=O1 (MPICH's own sanitizer switches: they also go into the mpicc
@@ -23,6 +23,13 @@
 #             does not understand C11 atomics, so it never fails the run by itself.
 #   tsan      a ThreadSanitizer build (TSAN_BUILD_DIR/TSAN_PREFIX) and threads/part's
 #             testlist.cvar under it; a report with a frame in the engine fails the run.
+#   handles   MPICH's own handle check: the default build plus --enable-g=handlealloc
+#             (HC_BUILD_DIR/HC_PREFIX), under which MPI_Finalize prints every kind of MPI
+#             object (requests, communicators, datatypes, ...) still allocated; part/ and
+#             threads/part/ (testlist, testlist.cvar) in SAN_MODES. Such a line is output
+#             other than " No Errors", so runtests fails that test; the lines are counted.
+#             Leaked internal requests (a wire message's request the engine never freed)
+#             show nowhere else.
 #
 # Exits non-zero when a test fails (an ASan error aborts its process; an unsuppressed leak
 # makes it exit non-zero) or when any sanitizer report names a file of ours (src/mpid/ch4/netmod/part,
@@ -52,6 +59,8 @@ HG_PREFIX=${HG_PREFIX:-$top/_install}
 HG_BUILD_DIR=${HG_BUILD_DIR:-$top/_build}
 TSAN_PREFIX=${TSAN_PREFIX:-$top/_install-tsan}
 TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-$top/_build-tsan}
+HC_PREFIX=${HC_PREFIX:-$top/_install-handles}
+HC_BUILD_DIR=${HC_BUILD_DIR:-$top/_build-handles}
 SAN_MODES=${SAN_MODES:-tag ofi-shm}
 SAN_TESTLISTS=${SAN_TESTLISTS:-testlist,testlist.dtp,testlist.cvar}
 SUPP=$top/maint/sanitize.supp
@@ -60,7 +69,8 @@ tsrc=$top/_src/mpich-$BASE_VERSION/test/mpi
 steps="$*"
 [ -n "$steps" ] || steps="asan unit"
 for s in $steps; do
-    case $s in asan|unit|helgrind|tsan) ;; *) die "unknown step '$s' (asan, unit, helgrind, tsan)" ;; esac
+    case $s in asan|unit|helgrind|tsan|handles) ;;
+        *) die "unknown step '$s' (asan, unit, helgrind, tsan, handles)" ;; esac
 done
 
 t0=$(date +%s)
@@ -506,8 +516,43 @@ run_tsan() {
     true
 }
 
+# ---- MPICH's handle check ------------------------------------------------------------------
+run_handles() {
+    step "MPICH build with --enable-g=handlealloc into $HC_PREFIX (build directory $HC_BUILD_DIR)"
+    BUILD_DIR="$HC_BUILD_DIR" PREFIX="$HC_PREFIX" EXTRA_CONFIGURE_ARGS="--enable-g=handlealloc" \
+        "$top/maint/build.sh"
+    step "build done after $(elapsed)"
+    tb=$HC_BUILD_DIR/test-mpi
+    testsuite_configure "$tb" "$HC_PREFIX" "$RESULTS/handles-testsuite" no
+    for mode in $SAN_MODES; do
+        case $mode in
+            tag) envs="" ;;
+            ofi-shm) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm" ;;
+            nolocal) envs="MPIR_CVAR_NOLOCAL=1" ;;
+            *) die "unknown mode '$mode' (tag, ofi-shm, nolocal)" ;;
+        esac
+        step "MPICH test suite part/ and threads/part/ with the handle check, mode $mode ${envs:+($envs)}"
+        t1=$(date +%s)
+        ( cd "$tb" && env $envs MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-300} MPITEST_CLEANUP=0 \
+            ./runtests -srcdir="$tsrc" -tests=testlist,testlist.cvar -testdirs=part,threads/part \
+            -mpiexec="$HC_PREFIX/bin/mpiexec" -tapfile="$RESULTS/handles-$mode.tap" \
+            -showprogress ) > "$RESULTS/handles-$mode.log" 2>&1 || true
+        p=$(grep -c '^ok ' "$RESULTS/handles-$mode.tap" 2>/dev/null || true)
+        f=$(grep -c '^not ok ' "$RESULTS/handles-$mode.tap" 2>/dev/null || true)
+        n=$(grep -c 'handles are still allocated' "$RESULTS/handles-$mode.tap" 2>/dev/null || true)
+        p=${p:-0} f=${f:-0} n=${n:-0}
+        [ "$p" -gt 0 ] || f=$((f + 1))              # ran nothing: a failure
+        echo "    $p passed, $f failed ($(( $(date +%s) - t1 )) s); $n lines of handles still allocated"
+        grep '^not ok' "$RESULTS/handles-$mode.tap" | head -20 || true
+        grep 'handles are still allocated' "$RESULTS/handles-$mode.tap" | sed 's/^## */    /' \
+            | sort | uniq -c | head -20 || true
+        [ "$f" -eq 0 ] || fail "handles-$mode"
+    done
+}
+
 for s in $steps; do
     case $s in
+        handles) run_handles ;;
         asan) run_asan ;;
         unit) run_unit ;;
         helgrind) run_helgrind ;;

@@ -290,6 +290,7 @@ extern const MPIDI_PART_transport_t MPIDI_PART_verbs_transport;
 
 typedef struct MPIDI_PART_global {
     int initialized;
+    int stopped;                /* MPI_Finalize began (part_init.c, quiesce): no progress */
     int am_id;                  /* active-message handler id */
     MPID_Thread_mutex_t lock;   /* queues, tags, slow paths (never held across MPI calls) */
     MPL_atomic_int_t work;      /* MPIDI_PART_WORK_* bits: the hook's one load */

@@ -116,6 +116,64 @@ int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_le
     return 1;
 }
 
+/* Drop the operations of list *head (linked through ->next) that quiesce destroys. */
+static void drop_dead(MPIDI_PART_op_t ** head, MPIDI_PART_op_t ** tail)
+{
+    MPIDI_PART_op_t *last = NULL;
+    for (MPIDI_PART_op_t ** pp = head; *pp;) {
+        if ((*pp)->req == NULL) {
+            *pp = (*pp)->next;
+        } else {
+            last = *pp;
+            pp = &(*pp)->next;
+        }
+    }
+    if (tail)
+        *tail = last;
+}
+
+/* MPI_Finalize, before MPID_Finalize (a finalize callback of higher priority): the engine
+ * stops (progress no longer runs it), and the operations the program freed that still wait
+ * for a peer's message (a sender whose receiver never posted its receive or failed to, a
+ * receiver whose sender never announced itself) are destroyed with their communicator
+ * references, while the netmods still run. Left for MPIDI_PART_finalize, those references
+ * were never released: MPICH's handle check (--enable-g=handlealloc, maint/sanitize.sh
+ * handles) counted their communicators as leaked. */
+static int quiesce(void *unused)
+{
+    MPIDI_PART_op_t *dead = NULL;
+
+    MPIDI_PART_LOCK();
+    MPIDI_PART_global.stopped = 1;
+    for (MPIDI_PART_op_t * op = MPIDI_PART_global.all, *next; op; op = next) {
+        next = op->all_next;
+        if (op->req != NULL)
+            continue;   /* the program's: it never freed the request */
+        if (op->all_prev)
+            op->all_prev->all_next = op->all_next;
+        else
+            MPIDI_PART_global.all = op->all_next;
+        if (op->all_next)
+            op->all_next->all_prev = op->all_prev;
+        op->all_next = dead;
+        dead = op;
+    }
+    drop_dead(&MPIDI_PART_global.posted_head, &MPIDI_PART_global.posted_tail);
+    drop_dead(&MPIDI_PART_global.lease_head, &MPIDI_PART_global.lease_tail);
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.leased; *pp;)
+        if ((*pp)->req == NULL)
+            *pp = (*pp)->u.tag.lnext;
+        else
+            pp = &(*pp)->u.tag.lnext;
+    MPIDI_PART_UNLOCK();
+    while (dead) {
+        MPIDI_PART_op_t *next = dead->all_next;
+        MPIDI_PART_op_destroy(dead);
+        dead = next;
+    }
+    return MPI_SUCCESS;
+}
+
 int MPIDI_PART_init(void)
 {
     int mpi_errno = MPI_SUCCESS, err;
@@ -137,6 +195,8 @@ int MPIDI_PART_init(void)
 
     mpi_errno = MPIR_Part_mpit_init();
     MPIR_ERR_CHECK(mpi_errno);
+    /* before MPID_Finalize, while the netmods still run */
+    MPIR_Add_finalize(quiesce, NULL, MPIR_FINALIZE_CALLBACK_PRIO + 1);
     MPIDI_PART_global.initialized = 1;
 
   fn_exit:

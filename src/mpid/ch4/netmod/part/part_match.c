@@ -758,7 +758,8 @@ int MPIDI_PART_progress(void)
     int mpi_errno = MPI_SUCCESS;
     int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
 
-    if (likely(work == 0) || unlikely(!MPIDI_PART_global.initialized))
+    if (likely(work == 0) || unlikely(!MPIDI_PART_global.initialized) ||
+        unlikely(MPIDI_PART_global.stopped))
         return MPI_SUCCESS;
     if (work & MPIDI_PART_WORK_HANDSHAKE) {
         mpi_errno = MPIDI_PART_handshake();
