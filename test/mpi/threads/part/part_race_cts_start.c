@@ -42,45 +42,15 @@
 #include "mpitest.h"
 #include "mpithreadtest.h"
 
-#define DEADLINE 60.0
 #define SENTINEL (-7)
 
 static int rank, errs = 0;
 static MPI_Comm comm, pcomm;
 
-/* ---- watchdog: the main thread moves wd_step on; 60 s without a move aborts ----------- */
+/* ---- watchdog ----------------------------------------------------------------------------- */
 
-static int wd_step, wd_quit;
-static const char *wd_what = "init";
-static int wd_iter;
-
-static void wd_mark(int iter, const char *what)
-{
-    __atomic_store_n(&wd_iter, iter, __ATOMIC_RELAXED);
-    __atomic_store_n(&wd_what, what, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&wd_step, 1, __ATOMIC_RELEASE);
-}
-
-static MTEST_THREAD_RETURN_TYPE watchdog(void *arg)
-{
-    int last = __atomic_load_n(&wd_step, __ATOMIC_ACQUIRE);
-    double t0 = MPI_Wtime();
-    while (!__atomic_load_n(&wd_quit, __ATOMIC_ACQUIRE)) {
-        usleep(100000);
-        int s = __atomic_load_n(&wd_step, __ATOMIC_ACQUIRE);
-        if (s != last) {
-            last = s;
-            t0 = MPI_Wtime();
-        } else if (MPI_Wtime() - t0 > DEADLINE) {
-            fprintf(stderr, "rank %d: no progress for %.0f s: iteration %d, %s\n", rank,
-                    DEADLINE, __atomic_load_n(&wd_iter, __ATOMIC_RELAXED),
-                    __atomic_load_n(&wd_what, __ATOMIC_RELAXED));
-            fflush(stderr);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    return (MTEST_THREAD_RETURN_TYPE) NULL;
-}
+#define WD_UNIT "iteration"
+#include "part_watchdog.h"
 
 /* ---- progress thread ---------------------------------------------------------------------- */
 
@@ -347,7 +317,7 @@ int main(int argc, char *argv[])
     }
     MPI_Request_free(&sreq);
     MPI_Request_free(&rreq);
-    __atomic_store_n(&wd_quit, 1, __ATOMIC_RELEASE);
+    wd_stop();
     errs += MTest_Join_threads();
     errs += prog_errs;
     if (prog_polls == 0) {

@@ -57,7 +57,6 @@
 #include "mpitest.h"
 #include "mpithreadtest.h"
 
-#define DEADLINE 60.0
 #define MAXLAG 64
 #define TOTAL 240               /* ints per freed operation: divisible by 1..6, 8, 10, 12, 15, 16 */
 #define FTOTAL 960              /* ints of the final pair */
@@ -66,38 +65,9 @@
 static int rank, errs = 0;
 static MPI_Comm comm, pcomm, ctl;
 
-/* ---- watchdog ---------------------------------------------------------------------------- */
+/* ---- watchdog ----------------------------------------------------------------------------- */
 
-static int wd_step, wd_quit, wd_round;
-static const char *wd_what = "init";
-
-static void wd_mark(int round, const char *what)
-{
-    __atomic_store_n(&wd_round, round, __ATOMIC_RELAXED);
-    __atomic_store_n(&wd_what, what, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&wd_step, 1, __ATOMIC_RELEASE);
-}
-
-static MTEST_THREAD_RETURN_TYPE watchdog(void *arg)
-{
-    int last = __atomic_load_n(&wd_step, __ATOMIC_ACQUIRE);
-    double t0 = MPI_Wtime();
-    while (!__atomic_load_n(&wd_quit, __ATOMIC_ACQUIRE)) {
-        usleep(100000);
-        int s = __atomic_load_n(&wd_step, __ATOMIC_ACQUIRE);
-        if (s != last) {
-            last = s;
-            t0 = MPI_Wtime();
-        } else if (MPI_Wtime() - t0 > DEADLINE) {
-            fprintf(stderr, "rank %d: no progress for %.0f s: round %d, %s\n", rank, DEADLINE,
-                    __atomic_load_n(&wd_round, __ATOMIC_RELAXED),
-                    __atomic_load_n(&wd_what, __ATOMIC_RELAXED));
-            fflush(stderr);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    return (MTEST_THREAD_RETURN_TYPE) NULL;
-}
+#include "part_watchdog.h"
 
 /* ---- progress thread ---------------------------------------------------------------------- */
 
@@ -373,7 +343,7 @@ int main(int argc, char *argv[])
     settle_check("at the end", live0, ids0);
 
     __atomic_store_n(&prog_quit, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&wd_quit, 1, __ATOMIC_RELEASE);
+    wd_stop();
     errs += MTest_Join_threads();
     errs += prog_errs;
     if (prog_polls == 0) {
