@@ -61,29 +61,9 @@ static MPI_Comm comm, pcomm, ctl;
 
 #include "part_watchdog.h"
 
-/* ---- progress thread (rank 1) ------------------------------------------------------------ */
+/* ---- progress thread ------------------------------------------------------------------------ */
 
-static int prog_quit, prog_errs, prog_running;
-static long prog_polls;
-
-static MTEST_THREAD_RETURN_TYPE progress_thread(void *arg)
-{
-    long n = 0;
-    __atomic_store_n(&prog_running, 1, __ATOMIC_RELEASE);
-    while (!__atomic_load_n(&prog_quit, __ATOMIC_ACQUIRE)) {
-        int flag = 0, err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, pcomm, &flag,
-                                       MPI_STATUS_IGNORE);
-        if (err != MPI_SUCCESS || flag) {
-            fprintf(stderr, "rank %d: progress thread: MPI_Iprobe returned %d, flag %d\n",
-                    rank, err, flag);
-            prog_errs++;
-            break;
-        }
-        n++;
-    }
-    prog_polls = n;
-    return (MTEST_THREAD_RETURN_TYPE) NULL;
-}
+#include "part_probe_thread.h"
 
 /* ---- MPI_T ------------------------------------------------------------------------------- */
 
@@ -223,9 +203,8 @@ int main(int argc, char *argv[])
 
     MTest_Start_thread(watchdog, NULL);
     if (rank == 1) {
-        MTest_Start_thread(progress_thread, NULL);
-        while (!__atomic_load_n(&prog_running, __ATOMIC_ACQUIRE))
-            usleep(100);
+        MTest_Start_thread(probe_thread, &pcomm);
+        probe_wait_running();
     }
 
     d0 = pv_read("part_direct_iters");
@@ -239,7 +218,7 @@ int main(int argc, char *argv[])
         max_direct += iters;
     }
     wd_mark(rounds, "after the rounds");
-    __atomic_store_n(&prog_quit, 1, __ATOMIC_RELEASE);
+    probe_stop();
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (rank == 1) {
@@ -270,8 +249,8 @@ int main(int argc, char *argv[])
     }
     wd_stop();
     errs += MTest_Join_threads();
-    errs += prog_errs;
-    if (rank == 1 && prog_polls == 0) {
+    errs += probe_errs;
+    if (rank == 1 && probe_polls == 0) {
         fprintf(stderr, "rank 1: the progress thread never polled\n");
         errs++;
     }

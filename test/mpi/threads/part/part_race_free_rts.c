@@ -69,28 +69,9 @@ static MPI_Comm comm, pcomm, ctl;
 
 #include "part_watchdog.h"
 
-/* ---- progress thread ---------------------------------------------------------------------- */
+/* ---- progress thread ------------------------------------------------------------------------ */
 
-static int prog_quit, prog_errs;
-static long prog_polls;
-
-static MTEST_THREAD_RETURN_TYPE progress_thread(void *arg)
-{
-    long n = 0;
-    while (!__atomic_load_n(&prog_quit, __ATOMIC_ACQUIRE)) {
-        int flag = 0, err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, pcomm, &flag,
-                                       MPI_STATUS_IGNORE);
-        if (err != MPI_SUCCESS || flag) {
-            fprintf(stderr, "rank %d: progress thread: MPI_Iprobe returned %d, flag %d\n",
-                    rank, err, flag);
-            prog_errs++;
-            break;
-        }
-        n++;
-    }
-    prog_polls = n;
-    return (MTEST_THREAD_RETURN_TYPE) NULL;
-}
+#include "part_probe_thread.h"
 
 /* ---- MPI_T (main thread only) ------------------------------------------------------------- */
 
@@ -275,7 +256,7 @@ int main(int argc, char *argv[])
         fbuf[i] = i;
 
     MTest_Start_thread(watchdog, NULL);
-    MTest_Start_thread(progress_thread, NULL);
+    MTest_Start_thread(probe_thread, &pcomm);
 
     double t_start = MPI_Wtime();
     for (int r = 0; r < rounds; r++) {
@@ -342,11 +323,11 @@ int main(int argc, char *argv[])
     wd_mark(rounds, "settle at the end");
     settle_check("at the end", live0, ids0);
 
-    __atomic_store_n(&prog_quit, 1, __ATOMIC_RELEASE);
+    probe_stop();
     wd_stop();
     errs += MTest_Join_threads();
-    errs += prog_errs;
-    if (prog_polls == 0) {
+    errs += probe_errs;
+    if (probe_polls == 0) {
         fprintf(stderr, "rank %d: the progress thread never polled\n", rank);
         errs++;
     }

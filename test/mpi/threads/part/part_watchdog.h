@@ -21,14 +21,14 @@
 static int wd_step, wd_quit, wd_n;
 static const char *wd_what = "init";
 
-static void wd_mark(int n, const char *what)
+static inline void wd_mark(int n, const char *what)
 {
     __atomic_store_n(&wd_n, n, __ATOMIC_RELAXED);
     __atomic_store_n(&wd_what, what, __ATOMIC_RELAXED);
     __atomic_add_fetch(&wd_step, 1, __ATOMIC_RELEASE);
 }
 
-static void wd_stop(void)
+static inline void wd_stop(void)
 {
     __atomic_store_n(&wd_quit, 1, __ATOMIC_RELEASE);
 }

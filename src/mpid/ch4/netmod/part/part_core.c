@@ -316,16 +316,21 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     goto fn_exit;
 }
 
-int MPIDI_PART_op_unref(MPIDI_PART_op_t * op)
+void MPIDI_PART_all_remove(MPIDI_PART_op_t * op)
 {
-    if (--op->refs > 0)
-        return 0;
     if (op->all_prev)
         op->all_prev->all_next = op->all_next;
     else
         MPIDI_PART_global.all = op->all_next;
     if (op->all_next)
         op->all_next->all_prev = op->all_prev;
+}
+
+int MPIDI_PART_op_unref(MPIDI_PART_op_t * op)
+{
+    if (--op->refs > 0)
+        return 0;
+    MPIDI_PART_all_remove(op);
     return 1;
 }
 

@@ -149,12 +149,7 @@ static int quiesce(void *unused)
         next = op->all_next;
         if (op->req != NULL)
             continue;   /* the program's: it never freed the request */
-        if (op->all_prev)
-            op->all_prev->all_next = op->all_next;
-        else
-            MPIDI_PART_global.all = op->all_next;
-        if (op->all_next)
-            op->all_next->all_prev = op->all_prev;
+        MPIDI_PART_all_remove(op);
         op->all_next = dead;
         dead = op;
     }
