@@ -253,17 +253,6 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
  * thread's progress installs the plan, not necessarily the one that waits.
  * For an iteration of one message, r its request for slot s (not yet published). Returns
  * whether r now completes the request. */
-static void debug_delay(int us)
-{
-    MPL_time_t t0, t1;
-    double secs = 0;
-    MPL_wtime(&t0);
-    while (secs * 1e6 < us) {
-        MPL_wtime(&t1);
-        MPL_wtime_diff(&t0, &t1, &secs);
-    }
-}
-
 static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r, int32_t s)
 {
     if (!op->u.tag.permanent || op->u.tag.vcomm || MPIDI_global.n_vcis != 1 ||
@@ -282,8 +271,10 @@ static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r, int32_t s)
     __atomic_store_n(&op->u.tag.wreq[s], r, __ATOMIC_RELEASE);       /* after op->direct */
     MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
     /* from here on op may be in its next iteration or freed: only globals */
-    if (unlikely(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US > 0))
-        debug_delay(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US);
+    if (unlikely(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US > 0)) {
+        int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US;
+        while (MPIDI_PART_now_ns() < until);    /* busy: the testing aid's window */
+    }
     if (armed)
         MPIDI_PART_PVAR_ADD(DIRECT_ITERS, 1);
     return armed;
