@@ -7,12 +7,15 @@
  * (every data write first waits in its endpoint's queue, as when the transmit queue is full,
  * and fails when progress posts it: with -parts=64 and no aggregation more of them fail in
  * one pass than a pass has completion entries, and the failures beyond those were dropped,
- * so the send request never completed).
+ * so the send request never completed), 5 (every data write is taken but its completion is
+ * an error, as a provider reports a write that failed on the wire; nothing is written).
  *
  * Arguments: -parts=N (partitions, default 8; 4096 bytes each)
  *            -fault=credit: run with MPIR_CVAR_PART_OFI_DEBUG_FAULT=3 instead (every credit
- *            of the receiver fails): the two sides swap roles below: the receiver's own
- *            calls report its failed credit, the sender's say the peer's side failed.
+ *            of the receiver fails) or 4 (every credit's completion is an error; the
+ *            receiver used to miss it, and both sides waited forever): the two sides swap
+ *            roles below: the receiver's own calls report its failed credit, the sender's
+ *            say the peer's side failed.
  *
  * MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER=K (default 1): the iterations before K go normally
  * (MPI_SUCCESS on both sides, every byte of the receive buffer checked); the description
@@ -102,7 +105,7 @@ int main(int argc, char **argv)
     MTestArgListDestroy(head);
     /* what each side's error message must say */
     const char *send_says = credit ? "peer's side" : NULL;
-    const char *recv_says = credit ? "fi_writedata(credit)" : "peer's side";
+    const char *recv_says = credit ? "credit" : "peer's side";
     if (PARTS < 1 || PARTS > 4096) {
         fprintf(stderr, "invalid -parts (1..4096)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);

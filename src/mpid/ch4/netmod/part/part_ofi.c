@@ -54,7 +54,10 @@ cvars:
         reaches the receiver. 2: the same, but every data write first waits in its
         endpoint's queue (as when the transmit queue is full) and fails when progress
         posts it. 3: every credit of a receiver fails as in 1 (its sender learns it from
-        the receiver's FAIL message). (A wrong remote key is no such test: shm and
+        the receiver's FAIL message). 4: every credit is taken (fi_writedata returns 0)
+        but nothing is posted, and the endpoint's next completion read returns an error
+        completion for it, as a provider reports a write that failed on the wire. 5: the
+        same for every data write. (A wrong remote key is no such test: shm and
         tcp;ofi_rxm in libfabric 1.17 drop such a write at the target and report success to
         the sender.) 0: off.
 
@@ -84,7 +87,13 @@ typedef struct {
     struct fi_context2 fctx;
     MPIDI_PART_op_t *op;        /* NULL: a credit */
     int32_t m;                  /* the write (part_rdma.h: a message, or a timer run) */
+    /* a credit: the receiver that gave it (its slot and pair, MPIDI_PART_rdma_hold: the
+     * operation may be gone when the completion is read) and the iteration it started */
+    uint32_t slot, iter;
+    uint64_t pair;
 } ofi_wctx_t;
+
+#define OFI_INJ_MAX 64          /* error completions the testing aid holds per endpoint */
 
 typedef struct MPIDI_PART_ofiop {
     MPIDI_PART_rdmaop_t r;      /* slots, credits, lanes (= endpoints) */
@@ -151,6 +160,10 @@ typedef struct {
     size_t addrlen;
     size_t tx_out;
     ofi_pend_t *pend_head, *pend_tail;
+    /* testing aid (MPIR_CVAR_PART_OFI_DEBUG_FAULT 4, 5): writes taken but not posted, whose
+     * error completions the next reads of the queue return */
+    ofi_wctx_t *inj[OFI_INJ_MAX];
+    int ninj;
 } ofi_ep_t;
 
 enum { OFI_DOWN = 0, OFI_UP = 1, OFI_FAILED = -1 };
@@ -509,6 +522,10 @@ void MPIDI_PART_ofi_finalize(void)
             p = next;
         }
         ofi.eps[v].pend_head = ofi.eps[v].pend_tail = NULL;
+        for (int i = 0; i < ofi.eps[v].ninj; i++)
+            if (ofi.eps[v].inj[i]->op == NULL)
+                MPL_free(ofi.eps[v].inj[i]);    /* the testing aid's credits */
+        ofi.eps[v].ninj = 0;
     }
     fabric_close();
     MPL_free(ofi.peers);
@@ -638,12 +655,17 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 /* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
  * the peer, whose side would otherwise wait for writes or a credit that never come. Before
  * the failure ends op's iteration (the program may free op once it has). */
-static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
+static void tell_why(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
-    int err = MPIDI_PART_rdma_tell_peer(op, iter, OFIOP(op)->why);
+    int err = MPIDI_PART_rdma_tell_peer(op, iter, why);
     if (err != MPI_SUCCESS)     /* the handshake's active messages failed too */
         fprintf(stderr, "partitioned engine: rank %d could not tell rank %d that a "
-                "transfer failed (%s)\n", MPIR_Process.rank, op->peer, OFIOP(op)->why);
+                "transfer failed (%s)\n", MPIR_Process.rank, op->peer, why);
+}
+
+static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
+{
+    tell_why(op, iter, OFIOP(op)->why);
 }
 
 /* The peer's side failed in its iteration iter (its FAIL message; op is held): so does
@@ -663,12 +685,47 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
         MPIDI_PART_rdma_failed(op, -1);        /* the peer knows: not told back */
 }
 
+/* A credit failed after it was posted (its error completion; no lock held): the receiver
+ * that gave it, when it still exists, fails from that iteration on, as when a FAIL comes,
+ * and tells its sender, which would otherwise wait for the credit forever. The context
+ * names the receiver by slot and pair, not by pointer: it may have been freed meanwhile
+ * (then nothing waits for the credit: its iteration had ended). */
+static void credit_failed(const ofi_wctx_t * c, const char *detail)
+{
+    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(c->slot, c->pair);
+    char why[sizeof(OFIOP(op)->why)];
+    if (op == NULL)
+        return;
+    int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                   MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
+                                   ofi.prov, "a credit write's completion", detail, op->peer);
+    snprintf(why, sizeof(why), "rank %d: a credit write's completion failed: %s",
+             MPIR_Process.rank, detail);
+    MPIDI_PART_LOCK();
+    int now = MPIDI_PART_rdma_doom_locked(op, c->iter, err);
+    MPIDI_PART_UNLOCK();
+    tell_why(op, c->iter, why);
+    if (now)
+        MPIDI_PART_rdma_failed(op, -1);
+    MPIDI_PART_op_release(op);
+}
+
 /* The testing aid MPIR_CVAR_PART_OFI_DEBUG_FAULT: whether mode refuses iteration iter's
  * writes. */
 static inline int debug_fault(int mode, uint32_t iter)
 {
     return MPIR_CVAR_PART_OFI_DEBUG_FAULT == mode &&
         (int64_t) iter >= (int64_t) MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER;
+}
+
+/* The testing aid's modes 4 and 5 (endpoint's lock held): take write w without posting it;
+ * its error completion comes from the next read of the queue (ep_progress). */
+static ssize_t inject_error(ofi_ep_t * e, ofi_wctx_t * w)
+{
+    if (e->ninj == OFI_INJ_MAX)
+        return -FI_EAGAIN;
+    e->inj[e->ninj++] = w;
+    return 0;
 }
 
 /* Post write w (part_rdma.h; its endpoint's lock held): -FI_EAGAIN when the endpoint is
@@ -685,6 +742,8 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0) &&
         (debug_fault(1, op->st.iter) || debug_fault(2, op->st.iter)))
         return -FI_EIO;         /* testing aid: the provider refused the write */
+    if (unlikely(debug_fault(5, op->st.iter)))
+        return inject_error(e, &o->wctx[w]);
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
                         o->peer_fa_ep[MPIDI_PART_rdma_write_lane(op, w)],
                         o->raddr + (uint64_t) off, o->rkey, &o->wctx[w].fctx);
@@ -702,10 +761,14 @@ static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
     if (c == NULL)
         return -FI_ENOMEM;
     c->m = -1;
+    c->slot = o->r.slot;
+    c->pair = MPIDI_PART_rdma_pair_id(op);
+    c->iter = iter;
     MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, o->r.peer_slot,
                           iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
-    ssize_t rc = fi_writedata(e->ep, &ofi.mbox[1], sizeof(uint64_t), ofi.mbox_desc, imm,
-                              o->peer_fa, o->raddr, o->rkey, &c->fctx);
+    ssize_t rc = unlikely(debug_fault(4, iter)) ? inject_error(e, c) :
+        fi_writedata(e->ep, &ofi.mbox[1], sizeof(uint64_t), ofi.mbox_desc, imm,
+                     o->peer_fa, o->raddr, o->rkey, &c->fctx);
     if (rc)
         MPL_free(c);
     return rc;
@@ -784,33 +847,41 @@ static int ep_progress(ofi_ep_t * e)
     ofi_event_t ev[OFI_CQ_BATCH];
     int nremote = 0, nev = 0;
     uint32_t imms[OFI_CQ_BATCH];
+    ofi_wctx_t *errw = NULL, *credit = NULL;   /* an error completion; a failed credit's */
+    char detail[160];
 
     if (MPL_atomic_cas_int(&e->draining, 0, 1) != 0)
         return MPI_SUCCESS;     /* another thread reads this queue */
 
     EP_LOCK(e);
-    ssize_t n = fi_cq_read(e->cq, cqe, OFI_CQ_BATCH);
+    ssize_t n = 0;
+    if (unlikely(e->ninj > 0)) {
+        errw = e->inj[--e->ninj];       /* the testing aid's error completion */
+        snprintf(detail, sizeof(detail), "an error completion injected by "
+                 "MPIR_CVAR_PART_OFI_DEBUG_FAULT=%d", MPIR_CVAR_PART_OFI_DEBUG_FAULT);
+    } else {
+        n = fi_cq_read(e->cq, cqe, OFI_CQ_BATCH);
+    }
     if (n == -FI_EAVAIL) {
         struct fi_cq_err_entry err;
         memset(&err, 0, sizeof(err));
-        if (fi_cq_readerr(e->cq, &err, 0) == 1) {
-            const char *detail = fi_cq_strerror(e->cq, err.prov_errno, err.err_data, NULL, 0);
-            ofi_wctx_t *w = err.op_context;
-            if (!(err.flags & FI_REMOTE_WRITE) && w) {
-                e->tx_out--;
-                if (w->op) {
-                    ev[nev].op = w->op;
-                    ev[nev].m = w->m;
-                    ev[nev].tell = op_error(w->op, "a write's completion",
-                                            detail ? detail : fi_strerror(err.err));
-                    nev++;
-                } else {
-                    MPL_free(w);        /* a credit that failed: its receiver hangs on; */
-                    /* the sender's side reports the broken connection */
-                }
-            }
+        if (fi_cq_readerr(e->cq, &err, 0) == 1 && !(err.flags & FI_REMOTE_WRITE)) {
+            const char *d = fi_cq_strerror(e->cq, err.prov_errno, err.err_data, NULL, 0);
+            snprintf(detail, sizeof(detail), "%s", d ? d : fi_strerror(err.err));
+            errw = err.op_context;
         }
         n = 0;
+    }
+    if (errw) {
+        e->tx_out--;
+        if (errw->op) {
+            ev[nev].op = errw->op;
+            ev[nev].m = errw->m;
+            ev[nev].tell = op_error(errw->op, "a write's completion", detail);
+            nev++;
+        } else {
+            credit = errw;      /* its receiver fails below, without this lock */
+        }
     }
     for (ssize_t i = 0; i < n; i++) {
         if (cqe[i].flags & FI_REMOTE_CQ_DATA) {
@@ -851,6 +922,10 @@ static int ep_progress(ofi_ep_t * e)
         }
     }
     EP_UNLOCK(e);
+    if (unlikely(credit != NULL)) {
+        credit_failed(credit, detail);
+        MPL_free(credit);
+    }
     while (failed) {
         ofi_pend_t *p = failed;
         failed = p->next;

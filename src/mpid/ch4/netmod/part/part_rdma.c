@@ -365,25 +365,33 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
     }
 }
 
-/* The pair's name on both sides: the sender's operation (a FAIL that reaches an operation
- * which took a freed slot over names another pair). */
-static inline uint64_t pair_id(MPIDI_PART_op_t * op)
-{
-    return op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
-}
-
 int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_FAIL;
     hdr.sop = op->rdma->peer_slot;
-    hdr.rop = pair_id(op);
+    hdr.rop = MPIDI_PART_rdma_pair_id(op);
     hdr.iter = iter;
     hdr.ext_len = (int32_t) strnlen(why, MPIDI_PART_EXT_MAX - 1) + 1;
     memcpy(hdr.ext, why, hdr.ext_len - 1);
     hdr.ext[hdr.ext_len - 1] = 0;
     return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair)
+{
+    MPIDI_PART_op_t *op = NULL;
+    MPIDI_PART_LOCK();
+    if (slot < rdma.next_slot)
+        op = rdma.slots[slot];
+    if (op && op->rdma && op->refs > 0 && MPIDI_PART_rdma_pair_id(op) == pair)
+        op->refs++;     /* alive until the caller is done with it (not one whose last
+                         * reference went: its destruction is under way elsewhere) */
+    else
+        op = NULL;
+    MPIDI_PART_UNLOCK();
+    return op;
 }
 
 void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
@@ -395,18 +403,11 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
         return;
     memcpy(why, hdr->ext, hdr->ext_len);
     why[hdr->ext_len - 1] = 0;
-    MPIDI_PART_LOCK();
-    if (hdr->sop < rdma.next_slot)
-        op = rdma.slots[hdr->sop];
-    if (op && op->rdma && op->rdma->peer_failed && op->refs > 0 && pair_id(op) == hdr->rop)
-        op->refs++;     /* alive until the backend is done with it (not one whose last
-                         * reference went: its destruction is under way elsewhere) */
-    else
-        op = NULL;
-    MPIDI_PART_UNLOCK();
+    op = MPIDI_PART_rdma_hold(hdr->sop, hdr->rop);
     if (op == NULL)
         return;
-    op->rdma->peer_failed(op, hdr->iter, why);
+    if (op->rdma->peer_failed)
+        op->rdma->peer_failed(op, hdr->iter, why);
     MPIDI_PART_op_release(op);
 }
 

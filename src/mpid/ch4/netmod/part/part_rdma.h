@@ -59,6 +59,15 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
 /* No lock: tell op's peer that op's side failed in iteration iter (a FAIL message, which
  * travels on the handshake's active messages, not on the failed connection). */
 int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why);
+/* The pair's name on both sides: the sender's operation (a FAIL or a failed credit that
+ * reaches an operation which took a freed slot over names another pair). */
+static inline uint64_t MPIDI_PART_rdma_pair_id(MPIDI_PART_op_t * op)
+{
+    return op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
+}
+/* No lock: the operation in our slot slot if it is still pair's, with a reference the caller
+ * gives back (MPIDI_PART_op_release); NULL when it is gone. */
+MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair);
 /* Engine lock held: the peer failed in its iteration iter (1, 2, ...) with err: every
  * iteration of op from iter on fails. Returns 1 when op's running iteration is one of them
  * (its error is set; the caller ends it, without the lock: MPIDI_PART_rdma_failed(op, -1));
