@@ -16,6 +16,10 @@
  *            receiver used to miss it, and both sides waited forever): the two sides swap
  *            roles below: the receiver's own calls report its failed credit, the sender's
  *            say the peer's side failed.
+ *            -fault=first: run with MPIR_CVAR_PART_OFI_DEBUG_FAULT=6 (only the write of wire
+ *            message 0 completes with an error; the others are posted and may land before
+ *            the failure is known): partitions other than 0 may be reported arrived and their
+ *            bytes written; partition 0's may not.
  *
  * MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER=K (default 1): the iterations before K go normally
  * (MPI_SUCCESS on both sides, every byte of the receive buffer checked); the description
@@ -29,7 +33,10 @@
  * peer, README 4b "Errors"; the receiver used to wait forever), MPI_ERR_OTHER; a partition
  * reported arrived is a failure, and so is no error within 30 s. Then its MPI_Wait must
  * return MPI_ERR_OTHER naming the provider and saying that the peer's side failed, and no
- * byte of its buffer may have changed.
+ * byte of its buffer may have changed. Nor may one change after that MPI_Wait: a write of
+ * the failed iteration still in flight must not land later (the buffer is compared with its
+ * state at MPI_Wait after 100 ms of progress; the receiver's registration is closed before
+ * the failure completes the request).
  * Iteration K + 1 on both sides: the operations failed, so MPI_Wait returns MPI_ERR_OTHER at
  * once (no write: the buffer still holds the sentinel). Both free their requests and
  * finalize normally. With -fault=credit and K > 1 the receiver's FAIL may reach the sender
@@ -80,6 +87,27 @@ static unsigned char val(int iter, int i)
     return (unsigned char) (i * 7 + iter * 31 + (i >> 8));
 }
 
+/* after a failed MPI_Wait: nothing may be written any more (100 ms of progress) */
+static void check_no_late_write(const unsigned char *buf, int n, int iter)
+{
+    unsigned char *snap = malloc((size_t) n);
+    memcpy(snap, buf, (size_t) n);
+    double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < 0.1) {
+        int flag;
+        MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+    for (int i = 0; i < n; i++) {
+        if (buf[i] != snap[i]) {
+            fprintf(stderr, "receiver: iteration %d: byte %d was written after MPI_Wait "
+                    "returned the error (%d, was %d)\n", iter, i, buf[i], snap[i]);
+            errs++;
+            break;
+        }
+    }
+    free(snap);
+}
+
 static void check_untouched(const unsigned char *buf, int n, int iter)
 {
     for (int i = 0; i < n; i++) {
@@ -94,14 +122,16 @@ static void check_untouched(const unsigned char *buf, int n, int iter)
 
 int main(int argc, char **argv)
 {
-    int rank, PARTS, credit;
+    int rank, PARTS, credit, first;
     unsigned char *buf;
     MPI_Request req;
 
     MTest_Init(&argc, &argv);
     MTestArgList *head = MTestArgListCreate(argc, argv);
     PARTS = MTestArgListGetInt_with_default(head, "parts", 8);
-    credit = strcmp(MTestArgListGetString_with_default(head, "fault", "data"), "credit") == 0;
+    const char *fault = MTestArgListGetString_with_default(head, "fault", "data");
+    credit = strcmp(fault, "credit") == 0;
+    first = strcmp(fault, "first") == 0;
     MTestArgListDestroy(head);
     /* what each side's error message must say */
     const char *send_says = credit ? "peer's side" : NULL;
@@ -172,7 +202,7 @@ int main(int argc, char **argv)
                 if (rc != MPI_SUCCESS) {
                     check_error(who, rc, recv_says);
                     failed = 1;
-                } else if (arrived) {
+                } else if (arrived && (p == 0 || !first)) {
                     fprintf(stderr, "receiver: partition %d reported arrived\n", p);
                     errs++;
                     failed = 1;
@@ -187,7 +217,10 @@ int main(int argc, char **argv)
         }
         snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K);
         check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);
-        check_untouched(buf, PARTS * COUNT, K);
+        check_untouched(buf, first ? COUNT : PARTS * COUNT, K);
+        check_no_late_write(buf, PARTS * COUNT, K);
+        if (first)
+            memset(buf, 0xA5, (size_t) PARTS * COUNT);
         MPI_Start(&req);
         snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K + 1);
         check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);

@@ -57,7 +57,8 @@ cvars:
         the receiver's FAIL message). 4: every credit is taken (fi_writedata returns 0)
         but nothing is posted, and the endpoint's next completion read returns an error
         completion for it, as a provider reports a write that failed on the wire. 5: the
-        same for every data write. (A wrong remote key is no such test: shm and
+        same for every data write. 6: the same for the write of wire message 0 only; the
+        others are posted (writes of the failed iteration in flight). (A wrong remote key is no such test: shm and
         tcp;ofi_rxm in libfabric 1.17 drop such a write at the target and report success to
         the sender.) 0: off.
 
@@ -673,6 +674,25 @@ static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
  * running one now, with the peer's text, later ones at their MPI_Start: the peer writes and
  * credits nothing more). A sender still completing iteration iter - 1 (its writes all
  * landed: the receiver has started iter) keeps that one's success. */
+/* A receiver whose running iteration failed (no lock held): close its buffer's
+ * registration before the failure ends the iteration. The operation moves nothing more
+ * (every later iteration fails at its MPI_Start), and a write of the failed iteration still
+ * in flight (the data immediates carry no iteration) is then dropped by the provider at the
+ * target, not written into the buffer after MPI_Wait returned the error. */
+static void close_window(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
+    if (op->is_send)
+        return; /* a sender's registration is its writes' source: they may be in flight */
+    struct fid_mr *mr = __atomic_exchange_n(&o->mr, NULL, __ATOMIC_ACQ_REL);
+    if (mr) {
+        DOM_LOCK();
+        fi_close(&mr->fid);
+        DOM_UNLOCK();
+        MPIDI_PART_PVAR_SUB(OFI_MRS, 1);
+    }
+}
+
 static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
@@ -681,8 +701,10 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
     MPIDI_PART_LOCK();
     int now = MPIDI_PART_rdma_doom_locked(op, iter, err);
     MPIDI_PART_UNLOCK();
-    if (now)
+    if (now) {
+        close_window(op);
         MPIDI_PART_rdma_failed(op, -1);        /* the peer knows: not told back */
+    }
 }
 
 /* A credit failed after it was posted (its error completion; no lock held): the receiver
@@ -705,8 +727,10 @@ static void credit_failed(const ofi_wctx_t * c, const char *detail)
     int now = MPIDI_PART_rdma_doom_locked(op, c->iter, err);
     MPIDI_PART_UNLOCK();
     tell_why(op, c->iter, why);
-    if (now)
+    if (now) {
+        close_window(op);
         MPIDI_PART_rdma_failed(op, -1);
+    }
     MPIDI_PART_op_release(op);
 }
 
@@ -742,8 +766,11 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0) &&
         (debug_fault(1, op->st.iter) || debug_fault(2, op->st.iter)))
         return -FI_EIO;         /* testing aid: the provider refused the write */
-    if (unlikely(debug_fault(5, op->st.iter)))
+    if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0) &&
+        (debug_fault(5, op->st.iter) || (debug_fault(6, op->st.iter) && w == 0)))
         return inject_error(e, &o->wctx[w]);
+    if (unlikely(MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS))
+        return -FI_ECANCELED;   /* the iteration failed: nothing more goes (submit ends it) */
     return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
                         o->peer_fa_ep[MPIDI_PART_rdma_write_lane(op, w)],
                         o->raddr + (uint64_t) off, o->rkey, &o->wctx[w].fctx);
