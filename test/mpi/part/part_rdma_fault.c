@@ -135,7 +135,9 @@ int main(int argc, char **argv)
     MTestArgListDestroy(head);
     /* what each side's error message must say */
     const char *send_says = credit ? "peer's side" : NULL;
-    const char *recv_says = credit ? "credit" : "peer's side";
+    const char *dbg = getenv("MPIR_CVAR_PART_OFI_DEBUG_FAULT");
+    const char *recv_says = !credit ? "peer's side" :
+        (dbg && atoi(dbg) == 4) ? "credit write's completion" : "fi_writedata(credit)";
     if (PARTS < 1 || PARTS > 4096) {
         fprintf(stderr, "invalid -parts (1..4096)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -92,6 +92,7 @@ typedef struct {
      * operation may be gone when the completion is read) and the iteration it started */
     uint32_t slot, iter;
     uint64_t pair;
+    int peer;
 } ofi_wctx_t;
 
 #define OFI_INJ_MAX 64          /* error completions the testing aid holds per endpoint */
@@ -174,6 +175,8 @@ static struct {
     char why[MPI_MAX_ERROR_STRING];     /* OFI_FAILED: the reason */
     char prov[64];
     int own_names;              /* the engine names its endpoints (shm: ep_name) */
+    int drop_stale;             /* the provider drops a write to a closed registration at
+                                 * the target and reports success (shm, tcp;ofi_rxm) */
     int serial;                 /* FI_THREAD_DOMAIN (one endpoint): the domain's calls
                                  * outside the endpoint's path take its lock too */
     MPID_Thread_mutex_t lock;   /* fabric, domain, address vector, registrations, peers,
@@ -425,6 +428,7 @@ static void fabric_open(void)
     ofi.serial = fi->domain_attr->threading != FI_THREAD_SAFE;
     snprintf(ofi.prov, sizeof(ofi.prov), "%s", fi->fabric_attr->prov_name);
     ofi.own_names = strcmp(ofi.prov, "shm") == 0;
+    ofi.drop_stale = ofi.own_names || strncmp(ofi.prov, "tcp", 3) == 0;
     uint64_t mrm = fi->domain_attr->mr_mode;
     ofi.mr_local = !!(mrm & FI_MR_LOCAL);
     ofi.mr_virt = !!(mrm & FI_MR_VIRT_ADDR);
@@ -669,20 +673,20 @@ static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
     tell_why(op, iter, OFIOP(op)->why);
 }
 
-/* The peer's side failed in its iteration iter (its FAIL message; op is held): so does
- * every iteration of ours from iter on (part_rdma.c, MPIDI_PART_rdma_doom_locked: the
- * running one now, with the peer's text, later ones at their MPI_Start: the peer writes and
- * credits nothing more). A sender still completing iteration iter - 1 (its writes all
- * landed: the receiver has started iter) keeps that one's success. */
 /* A receiver whose running iteration failed (no lock held): close its buffer's
  * registration before the failure ends the iteration. The operation moves nothing more
  * (every later iteration fails at its MPI_Start), and a write of the failed iteration still
  * in flight (the data immediates carry no iteration) is then dropped by the provider at the
- * target, not written into the buffer after MPI_Wait returned the error. */
+ * target, not written into the buffer after MPI_Wait returned the error. Only where the
+ * provider is known to drop such a write quietly (ofi.drop_stale): over a verbs queue pair
+ * (verbs;ofi_rxm) it is a remote access error that breaks the connection, and with it every
+ * other operation between the two processes. A copy into the buffer that another thread's
+ * completion read has begun (shm and tcp copy inside fi_cq_read, under the endpoint's lock)
+ * ends before this returns: each open endpoint's lock is taken once after the close. */
 static void close_window(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
-    if (op->is_send)
+    if (op->is_send || !ofi.drop_stale)
         return; /* a sender's registration is its writes' source: they may be in flight */
     struct fid_mr *mr = __atomic_exchange_n(&o->mr, NULL, __ATOMIC_ACQ_REL);
     if (mr) {
@@ -690,9 +694,19 @@ static void close_window(MPIDI_PART_op_t * op)
         fi_close(&mr->fid);
         DOM_UNLOCK();
         MPIDI_PART_PVAR_SUB(OFI_MRS, 1);
+        int n = MPL_atomic_acquire_load_int(&ofi.neps_up);
+        for (int v = 0; v < n; v++) {
+            EP_LOCK(&ofi.eps[v]);
+            EP_UNLOCK(&ofi.eps[v]);
+        }
     }
 }
 
+/* The peer's side failed in its iteration iter (its FAIL message; op is held): so does
+ * every iteration of ours from iter on (part_rdma.c, MPIDI_PART_rdma_doom_locked: the
+ * running one now, with the peer's text, later ones at their MPI_Start: the peer writes and
+ * credits nothing more). A sender still completing iteration iter - 1 (its writes all
+ * landed: the receiver has started iter) keeps that one's success. */
 static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
@@ -711,7 +725,9 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
  * that gave it, when it still exists, fails from that iteration on, as when a FAIL comes,
  * and tells its sender, which would otherwise wait for the credit forever. The context
  * names the receiver by slot and pair, not by pointer: it may have been freed meanwhile
- * (then nothing waits for the credit: its iteration had ended). */
+ * (then nothing waits for the credit: its iteration had ended). Only while that iteration
+ * runs: once it has ended, its data came, so the credit did reach the sender; and only a
+ * receiver of the same peer (a pair id is another process's pointer). */
 static void credit_failed(const ofi_wctx_t * c, const char *detail)
 {
     MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(c->slot, c->pair);
@@ -723,9 +739,17 @@ static void credit_failed(const ofi_wctx_t * c, const char *detail)
                                    ofi.prov, "a credit write's completion", detail, op->peer);
     snprintf(why, sizeof(why), "rank %d: a credit write's completion failed: %s",
              MPIR_Process.rank, detail);
+    int ours, now = 0;
     MPIDI_PART_LOCK();
-    int now = MPIDI_PART_rdma_doom_locked(op, c->iter, err);
+    ours = !op->is_send && op->peer == c->peer && op->st.iter == c->iter &&
+        MPIDI_PART_st_is_running(&op->st);
+    if (ours)
+        now = MPIDI_PART_rdma_doom_locked(op, c->iter, err);
     MPIDI_PART_UNLOCK();
+    if (!ours) {
+        MPIDI_PART_op_release(op);
+        return;
+    }
     tell_why(op, c->iter, why);
     if (now) {
         close_window(op);
@@ -791,6 +815,7 @@ static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
     c->slot = o->r.slot;
     c->pair = MPIDI_PART_rdma_pair_id(op);
     c->iter = iter;
+    c->peer = op->peer;
     MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, o->r.peer_slot,
                           iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
     ssize_t rc = unlikely(debug_fault(4, iter)) ? inject_error(e, c) :
