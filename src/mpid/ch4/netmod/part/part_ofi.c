@@ -175,8 +175,6 @@ static struct {
     char why[MPI_MAX_ERROR_STRING];     /* OFI_FAILED: the reason */
     char prov[64];
     int own_names;              /* the engine names its endpoints (shm: ep_name) */
-    int drop_stale;             /* the provider drops a write to a closed registration at
-                                 * the target and reports success (shm, tcp;ofi_rxm) */
     int serial;                 /* FI_THREAD_DOMAIN (one endpoint): the domain's calls
                                  * outside the endpoint's path take its lock too */
     MPID_Thread_mutex_t lock;   /* fabric, domain, address vector, registrations, peers,
@@ -428,7 +426,6 @@ static void fabric_open(void)
     ofi.serial = fi->domain_attr->threading != FI_THREAD_SAFE;
     snprintf(ofi.prov, sizeof(ofi.prov), "%s", fi->fabric_attr->prov_name);
     ofi.own_names = strcmp(ofi.prov, "shm") == 0;
-    ofi.drop_stale = ofi.own_names || strncmp(ofi.prov, "tcp", 3) == 0;
     uint64_t mrm = fi->domain_attr->mr_mode;
     ofi.mr_local = !!(mrm & FI_MR_LOCAL);
     ofi.mr_virt = !!(mrm & FI_MR_VIRT_ADDR);
@@ -673,35 +670,6 @@ static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
     tell_why(op, iter, OFIOP(op)->why);
 }
 
-/* A receiver whose running iteration failed (no lock held): close its buffer's
- * registration before the failure ends the iteration. The operation moves nothing more
- * (every later iteration fails at its MPI_Start), and a write of the failed iteration still
- * in flight (the data immediates carry no iteration) is then dropped by the provider at the
- * target, not written into the buffer after MPI_Wait returned the error. Only where the
- * provider is known to drop such a write quietly (ofi.drop_stale): over a verbs queue pair
- * (verbs;ofi_rxm) it is a remote access error that breaks the connection, and with it every
- * other operation between the two processes. A copy into the buffer that another thread's
- * completion read has begun (shm and tcp copy inside fi_cq_read, under the endpoint's lock)
- * ends before this returns: each open endpoint's lock is taken once after the close. */
-static void close_window(MPIDI_PART_op_t * op)
-{
-    MPIDI_PART_ofiop_t *o = OFIOP(op);
-    if (op->is_send || !ofi.drop_stale)
-        return; /* a sender's registration is its writes' source: they may be in flight */
-    struct fid_mr *mr = __atomic_exchange_n(&o->mr, NULL, __ATOMIC_ACQ_REL);
-    if (mr) {
-        DOM_LOCK();
-        fi_close(&mr->fid);
-        DOM_UNLOCK();
-        MPIDI_PART_PVAR_SUB(OFI_MRS, 1);
-        int n = MPL_atomic_acquire_load_int(&ofi.neps_up);
-        for (int v = 0; v < n; v++) {
-            EP_LOCK(&ofi.eps[v]);
-            EP_UNLOCK(&ofi.eps[v]);
-        }
-    }
-}
-
 /* The peer's side failed in its iteration iter (its FAIL message; op is held): so does
  * every iteration of ours from iter on (part_rdma.c, MPIDI_PART_rdma_doom_locked: the
  * running one now, with the peer's text, later ones at their MPI_Start: the peer writes and
@@ -715,10 +683,8 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
     MPIDI_PART_LOCK();
     int now = MPIDI_PART_rdma_doom_locked(op, iter, err);
     MPIDI_PART_UNLOCK();
-    if (now) {
-        close_window(op);
+    if (now)
         MPIDI_PART_rdma_failed(op, -1);        /* the peer knows: not told back */
-    }
 }
 
 /* A credit failed after it was posted (its error completion; no lock held): the receiver
@@ -751,10 +717,8 @@ static void credit_failed(const ofi_wctx_t * c, const char *detail)
         return;
     }
     tell_why(op, c->iter, why);
-    if (now) {
-        close_window(op);
+    if (now)
         MPIDI_PART_rdma_failed(op, -1);
-    }
     MPIDI_PART_op_release(op);
 }
 
