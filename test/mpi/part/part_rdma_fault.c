@@ -16,10 +16,10 @@
  *            receiver used to miss it, and both sides waited forever): the two sides swap
  *            roles below: the receiver's own calls report its failed credit, the sender's
  *            say the peer's side failed.
- *            -fault=first: run with MPIR_CVAR_PART_OFI_DEBUG_FAULT=6 (only the write of wire
- *            message 0 completes with an error; the others are posted and may land before
- *            the failure is known): partitions other than 0 may be reported arrived and their
- *            bytes written; partition 0's may not.
+ *            -fault=first: run with MPIR_CVAR_PART_OFI_DEBUG_FAULT=6 (only the write that
+ *            carries partition 0 completes with an error; the others are posted and land
+ *            while, or after, the failure is handled): partitions other than 0 may be
+ *            reported arrived and their bytes written; partition 0's may not.
  *
  * MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER=K (default 1): the iterations before K go normally
  * (MPI_SUCCESS on both sides, every byte of the receive buffer checked); the description
@@ -35,8 +35,8 @@
  * return MPI_ERR_OTHER naming the provider and saying that the peer's side failed, and no
  * byte of its buffer may have changed. Nor may one change after that MPI_Wait: a write of
  * the failed iteration still in flight must not land later (the buffer is compared with its
- * state at MPI_Wait after 100 ms of progress; the receiver's registration is closed before
- * the failure completes the request).
+ * state at MPI_Wait after 100 ms of progress: the sender's FAIL says how many writes it
+ * posted, and the receiver's request completes only once they have landed).
  * Iteration K + 1 on both sides: the operations failed, so MPI_Wait returns MPI_ERR_OTHER at
  * once (no write: the buffer still holds the sentinel). Both free their requests and
  * finalize normally. With -fault=credit and K > 1 the receiver's FAIL may reach the sender

@@ -57,10 +57,11 @@ cvars:
         the receiver's FAIL message). 4: every credit is taken (fi_writedata returns 0)
         but nothing is posted, and the endpoint's next completion read returns an error
         completion for it, as a provider reports a write that failed on the wire. 5: the
-        same for every data write. 6: the same for the write of wire message 0 only; the
-        others are posted (writes of the failed iteration in flight). (A wrong remote key is no such test: shm and
-        tcp;ofi_rxm in libfabric 1.17 drop such a write at the target and report success to
-        the sender.) 0: off.
+        same for every data write. 6: the same for the write that carries the first
+        partition only; the others are posted (writes of the failed iteration in flight,
+        which the receiver must see land before its request completes). (A wrong remote key
+        is no such test: shm and tcp;ofi_rxm in libfabric 1.17 drop such a write at the
+        target and report success to the sender.) 0: off.
 
     - name        : MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER
       category    : CH4_PART
@@ -106,6 +107,9 @@ typedef struct MPIDI_PART_ofiop {
     void *desc;
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
     ofi_wctx_t *wctx;           /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
+    uint64_t posted[OFI_MAX_EPS];       /* sender: data writes posted per lane over the
+                                         * pair's life (under the lane's endpoint lock) */
+    uint64_t wfailed[OFI_MAX_EPS];      /* sender: of those, completed with an error */
     char why[192];              /* the first failure, for the peer's FAIL (op_error) */
 } MPIDI_PART_ofiop_t;
 
@@ -564,7 +568,8 @@ static fi_addr_t peer_addr(const uint8_t * addr, size_t len)
 /* ---- operation state ------------------------------------------------------------------- */
 
 static void ofi_release(MPIDI_PART_op_t * op);
-static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why);
+static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+                            int64_t posted);
 
 /* New transport state for op, with a slot (no lock held). */
 static int ofiop_create(MPIDI_PART_op_t * op)
@@ -657,9 +662,28 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 /* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
  * the peer, whose side would otherwise wait for writes or a credit that never come. Before
  * the failure ends op's iteration (the program may free op once it has). */
+/* Sender whose error is recorded (no lock held): the data writes it posted over the pair's
+ * life, less those whose completion was an error so far (a later such one leaves the
+ * receiver waiting until MPIDI_PART_RDMA_DRAIN_NS). Final: a write posted after the error
+ * was recorded sees it (post_data checks it under its endpoint's lock, which is taken here
+ * after the error was set). */
+static int64_t count_posted(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
+    int lanes = o->r.nlanes > 1 ? o->r.nlanes : 1;
+    uint64_t n = 0;
+    for (int v = 0; v < lanes && v < OFI_MAX_EPS; v++) {
+        EP_LOCK(&ofi.eps[v]);
+        n += o->posted[v] - o->wfailed[v];      /* those will not land */
+        EP_UNLOCK(&ofi.eps[v]);
+    }
+    return (int64_t) n;
+}
+
 static void tell_why(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
-    int err = MPIDI_PART_rdma_tell_peer(op, iter, why);
+    /* a sender's count lets the receiver wait for the writes still in flight */
+    int err = MPIDI_PART_rdma_tell_peer(op, iter, why, op->is_send ? count_posted(op) : -1);
     if (err != MPI_SUCCESS)     /* the handshake's active messages failed too */
         fprintf(stderr, "partitioned engine: rank %d could not tell rank %d that a "
                 "transfer failed (%s)\n", MPIR_Process.rank, op->peer, why);
@@ -675,13 +699,17 @@ static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
  * running one now, with the peer's text, later ones at their MPI_Start: the peer writes and
  * credits nothing more). A sender still completing iteration iter - 1 (its writes all
  * landed: the receiver has started iter) keeps that one's success. */
-static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
+static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+                            int64_t posted)
 {
     int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                    MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
                                    ofi.prov, "the peer's side", why, op->peer);
     MPIDI_PART_LOCK();
     int now = MPIDI_PART_rdma_doom_locked(op, iter, err);
+    /* a receiver: the sender's writes still in flight land before the iteration ends */
+    if (now && posted > 0 && MPIDI_PART_rdma_drain_locked(op, (uint64_t) posted))
+        now = 0;
     MPIDI_PART_UNLOCK();
     if (now)
         MPIDI_PART_rdma_failed(op, -1);        /* the peer knows: not told back */
@@ -747,6 +775,7 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     MPI_Aint off, len;
     uint32_t imm;
+    int lane = MPIDI_PART_rdma_write_lane(op, w);
 
     MPIDI_PART_rdma_wire(op, w, &off, &len, &imm);
     o->wctx[w].op = op;
@@ -755,13 +784,21 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
         (debug_fault(1, op->st.iter) || debug_fault(2, op->st.iter)))
         return -FI_EIO;         /* testing aid: the provider refused the write */
     if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0) &&
-        (debug_fault(5, op->st.iter) || (debug_fault(6, op->st.iter) && w == 0)))
-        return inject_error(e, &o->wctx[w]);
+        (debug_fault(5, op->st.iter) || (debug_fault(6, op->st.iter) && off == 0))) {
+        ssize_t rc = inject_error(e, &o->wctx[w]);
+        if (rc == 0)
+            o->posted[lane]++;  /* as the provider took it */
+        return rc;
+    }
     if (unlikely(MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS))
-        return -FI_ECANCELED;   /* the iteration failed: nothing more goes (submit ends it) */
-    return fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
-                        o->peer_fa_ep[MPIDI_PART_rdma_write_lane(op, w)],
-                        o->raddr + (uint64_t) off, o->rkey, &o->wctx[w].fctx);
+        return -FI_ECANCELED;   /* the iteration failed: nothing more goes (submit ends it;
+                                 * count_posted relies on it) */
+    ssize_t rc = fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
+                              o->peer_fa_ep[lane], o->raddr + (uint64_t) off, o->rkey,
+                              &o->wctx[w].fctx);
+    if (rc == 0)
+        o->posted[lane]++;
+    return rc;
 }
 
 /* A credit's context lives until its completion is read (the receiver may have freed
@@ -891,6 +928,7 @@ static int ep_progress(ofi_ep_t * e)
     if (errw) {
         e->tx_out--;
         if (errw->op) {
+            OFIOP(errw->op)->wfailed[e - ofi.eps]++;
             ev[nev].op = errw->op;
             ev[nev].m = errw->m;
             ev[nev].tell = op_error(errw->op, "a write's completion", detail);

@@ -15,7 +15,11 @@ static struct {
     uint32_t fq_head, fq_count;
     uint32_t next_slot;
     int live;                   /* operations with transport state (engine lock) */
+    MPIDI_PART_op_t *draining;  /* receivers draining a failed iteration (engine lock) */
+    int ndrain;                 /* how many (atomic reads without the lock) */
 } rdma;
+
+static void drain_progress(void);
 
 /* ---- entry points of the core ------------------------------------------------------- */
 
@@ -154,6 +158,7 @@ int MPIDI_PART_rdma_lingering(void)
 
 int MPIDI_PART_rdma_progress(void)
 {
+    drain_progress();
     int mpi_errno = MPIDI_PART_rtimer_progress();
 #ifdef MPIDI_CH4_PART_OFI
     int e = MPIDI_PART_ofi_progress();
@@ -244,7 +249,62 @@ typedef struct {
     MPIDI_PART_op_t *op;
     int32_t m;                  /* message done; < 0: a credit released -1 - m messages */
     int arm_timer;              /* the credit armed a timer iteration */
+    int drained;                /* the last write a failed iteration waited for: end it */
 } rdma_event_t;
+
+/* Engine lock held: take op off the draining list (its reference goes to the caller). */
+static void drain_unlink(MPIDI_PART_op_t * op)
+{
+    for (MPIDI_PART_op_t ** pp = &rdma.draining; *pp; pp = &(*pp)->rdma->drain_next) {
+        if (*pp == op) {
+            *pp = op->rdma->drain_next;
+            break;
+        }
+    }
+    op->rdma->drain_to = 0;
+    op->rdma->drain_next = NULL;
+    __atomic_store_n(&rdma.ndrain, rdma.ndrain - 1, __ATOMIC_RELAXED);
+}
+
+int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted)
+{
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    if (op->is_send || r->landed >= posted || r->drain_to != 0)
+        return 0;
+    r->drain_to = posted;
+    r->drain_until = MPIDI_PART_now_ns() + MPIDI_PART_RDMA_DRAIN_NS;
+    r->drain_next = rdma.draining;
+    rdma.draining = op;
+    op->refs++; /* until the iteration has ended */
+    __atomic_store_n(&rdma.ndrain, rdma.ndrain + 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* The draining receivers whose deadline passed: their iterations end now (one load when
+ * none drains). */
+static void drain_progress(void)
+{
+    MPIDI_PART_op_t *due[16];
+    int n = 0;
+    if (likely(__atomic_load_n(&rdma.ndrain, __ATOMIC_RELAXED) == 0))
+        return;
+    int64_t now = MPIDI_PART_now_ns();
+    MPIDI_PART_LOCK();
+    MPIDI_PART_op_t *op = rdma.draining;
+    while (op && n < 16) {
+        MPIDI_PART_op_t *next = op->rdma->drain_next;
+        if (op->rdma->drain_until <= now) {
+            drain_unlink(op);
+            due[n++] = op;
+        }
+        op = next;
+    }
+    MPIDI_PART_UNLOCK();
+    for (int i = 0; i < n; i++) {
+        MPIDI_PART_rdma_failed(due[i], -1);
+        MPIDI_PART_op_release(due[i]);  /* the drain's reference */
+    }
+}
 
 /* Engine lock held: what a remote immediate means; 0: drop it (an operation that is gone,
  * or a message outside its running iteration). A credit is counted here and arms the
@@ -257,6 +317,7 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
         return 0;
     MPIDI_PART_rdmaop_t *r = op->rdma;
     ev->op = op;
+    ev->drained = 0;
     if (MPIDI_PART_imm_kind(imm) == MPIDI_PART_IMM_CREDIT) {
         if (!op->is_send)
             return 0;
@@ -283,7 +344,16 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
                          * request before the deliverer is done with op (rtimer_arm) */
         return 1;
     }
-    if (op->is_send || op->tp != r->tp || !MPIDI_PART_st_is_running(&op->st))
+    if (op->is_send || op->tp != r->tp)
+        return 0;
+    r->landed++;
+    if (unlikely(r->drain_to != 0) && r->landed >= r->drain_to) {
+        drain_unlink(op);       /* its reference is the event's now */
+        ev->drained = 1;
+        ev->m = -1;
+        return 1;
+    }
+    if (!MPIDI_PART_st_is_running(&op->st))
         return 0;
     ev->m = (int32_t) MPIDI_PART_imm_low(imm);
     if (r->timer)
@@ -305,7 +375,11 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
                 nev++;
         MPIDI_PART_UNLOCK();
         for (int i = 0; i < nev; i++) {
-            if (ev[i].m >= 0) {
+            if (unlikely(ev[i].drained)) {
+                /* the failed iteration's writes have all landed: it ends */
+                MPIDI_PART_rdma_failed(ev[i].op, -1);
+                MPIDI_PART_op_release(ev[i].op);
+            } else if (ev[i].m >= 0) {
                 MPIDI_PART_msg_done(ev[i].op, ev[i].m);
             } else {
                 /* the credit armed a running iteration: send what waited for it (resolve
@@ -365,7 +439,8 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
     }
 }
 
-int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+                              int64_t posted)
 {
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
@@ -373,6 +448,7 @@ int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *w
     hdr.sop = op->rdma->peer_slot;
     hdr.rop = MPIDI_PART_rdma_pair_id(op);
     hdr.iter = iter;
+    hdr.bytes = posted;
     hdr.ext_len = (int32_t) strnlen(why, MPIDI_PART_EXT_MAX - 1) + 1;
     memcpy(hdr.ext, why, hdr.ext_len - 1);
     hdr.ext[hdr.ext_len - 1] = 0;
@@ -407,7 +483,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
     if (op == NULL)
         return;
     if (op->rdma->peer_failed)
-        op->rdma->peer_failed(op, hdr->iter, why);
+        op->rdma->peer_failed(op, hdr->iter, why, hdr->bytes);
     MPIDI_PART_op_release(op);
 }
 
@@ -431,6 +507,7 @@ int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, uint32_t iter, int err)
 
 int MPIDI_PART_rdma_progress_rest(void)
 {
+    drain_progress();
     int mpi_errno = MPIDI_PART_rtimer_progress();
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_PART_vci_progress(1);

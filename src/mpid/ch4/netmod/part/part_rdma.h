@@ -19,8 +19,10 @@
 typedef struct MPIDI_PART_rdmaop {
     const MPIDI_PART_transport_t *tp;   /* the backend's transport */
     void (*release) (MPIDI_PART_op_t * op);     /* the backend's part (no lock) */
-    /* the peer says its side failed in its iteration iter (no lock; NULL: ignore) */
-    void (*peer_failed) (MPIDI_PART_op_t * op, uint32_t iter, const char *why);
+    /* the peer says its side failed in its iteration iter, having posted `posted` data
+     * writes over the pair's life (-1: not said) (no lock; NULL: ignore) */
+    void (*peer_failed) (MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+                         int64_t posted);
     uint32_t slot;              /* ours: the peer's immediates name it */
     uint32_t peer_slot;
     uint32_t credited;          /* sender: iterations the receiver has started (engine lock) */
@@ -32,6 +34,12 @@ typedef struct MPIDI_PART_rdmaop {
     uint32_t fail_from;         /* the peer failed in this iteration, so does every one
                                  * from it on (0: it did not; engine lock) */
     int fail_err;               /* what those iterations complete with (engine lock) */
+    uint64_t landed;            /* receiver: data writes arrived over the pair's life
+                                 * (engine lock) */
+    uint64_t drain_to;          /* receiver: its failed iteration ends when landed reaches
+                                 * this, or at drain_until (0: not draining; engine lock) */
+    int64_t drain_until;
+    struct MPIDI_PART_op *drain_next;   /* the draining receivers (engine lock) */
 } MPIDI_PART_rdmaop_t;
 
 typedef struct MPIDI_PART_rtimer MPIDI_PART_rtimer_t;
@@ -57,8 +65,17 @@ static inline int MPIDI_PART_rdma_error_of(MPIDI_PART_op_t * op)
  * credit, so nothing will arrive). */
 void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
 /* No lock: tell op's peer that op's side failed in iteration iter (a FAIL message, which
- * travels on the handshake's active messages, not on the failed connection). */
-int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why);
+ * travels on the handshake's active messages, not on the failed connection); a sender says
+ * how many data writes it posted over the pair's life (none follows: -1 when unknown). */
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+                              int64_t posted);
+/* Engine lock held, receiver whose running iteration the sender's failure doomed: the
+ * sender had posted `posted` writes; returns 1 when some have not landed yet: the
+ * iteration then ends when they have (MPIDI_PART_rdma_deliver) or after
+ * MPIDI_PART_RDMA_DRAIN_NS (a write that failed on the wire never lands), not now, so that
+ * none lands in the buffer after MPI_Wait returned the error. 0: end it now. */
+int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted);
+#define MPIDI_PART_RDMA_DRAIN_NS 1000000000LL
 /* The pair's name on both sides: the sender's operation (a FAIL or a failed credit that
  * reaches an operation which took a freed slot over names another pair). */
 static inline uint64_t MPIDI_PART_rdma_pair_id(MPIDI_PART_op_t * op)

@@ -691,7 +691,8 @@ static void describe(const vrb_conn_t * c, vrb_side_t * side)
 /* ---- operation state ------------------------------------------------------------------------ */
 
 static void verbs_release(MPIDI_PART_op_t * op);
-static void verbs_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why);
+static void verbs_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+                              int64_t posted);
 static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell);
 
 static int vop_create(MPIDI_PART_op_t * op)
@@ -1120,14 +1121,16 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
         char msg[160];
         snprintf(msg, sizeof(msg), "%s (verbs device %s of rank %d)", why, vrb.dev,
                  MPIR_Process.rank);
-        MPIDI_PART_rdma_tell_peer(teller, 0, msg);     /* the connection: any iteration */
+        MPIDI_PART_rdma_tell_peer(teller, 0, msg, -1); /* the connection: any iteration */
         MPIDI_PART_op_release(teller);
     }
 }
 
 /* The peer saw our connection break: so is ours (whatever iteration it was in). What waits
  * in its lanes fails first (it names operations whose iterations end here). */
-static void verbs_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
+/* (posted is not needed: a broken queue pair takes no more writes) */
+static void verbs_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+                              int64_t posted)
 {
     vrb_conn_t *c = VOP(op)->conn;
     vrb_pend_t *failed = NULL;
