@@ -13,9 +13,11 @@
  * write the sender posted has landed (the FAIL says how many; README 4c, "Errors").
  *
  * -rounds rounds (default 30), each with a new pair of operations (a failure is final for
- * its operation), -parts partitions of 4096 bytes (default 512). Per round:
- * - rank 0: MPI_Psend_init, MPI_Start, fill, MPI_Pready_range, MPI_Wait: class
- *   MPI_ERR_OTHER; MPI_Request_free.
+ * its operation), -parts partitions of 4096 bytes (default 512), -each: the sender readies
+ * the partitions one MPI_Pready at a time (the timer aggregator with a deadline of 0 then
+ * sends runs, not whole groups). Per round:
+ * - rank 0: MPI_Psend_init, MPI_Start, fill, MPI_Pready_range (or MPI_Pready per
+ *   partition), MPI_Wait: class MPI_ERR_OTHER; MPI_Request_free.
  * - rank 1: fills its buffer with a sentinel, MPI_Precv_init, MPI_Start, MPI_Wait: class
  *   MPI_ERR_OTHER; partition 0's bytes still hold the sentinel (its write failed: nothing
  *   of it may arrive); the other partitions hold the sentinel or the sender's bytes (they
@@ -66,7 +68,7 @@ static void check_failed(int round, const char *who, int rc)
 
 int main(int argc, char *argv[])
 {
-    int size, provided, rounds, parts;
+    int size, provided, rounds, parts, each;
     MPI_Comm pcomm;
 
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -84,6 +86,7 @@ int main(int argc, char *argv[])
     MTestArgList *head = MTestArgListCreate(argc, argv);
     rounds = MTestArgListGetInt_with_default(head, "rounds", 30);
     parts = MTestArgListGetInt_with_default(head, "parts", 512);
+    each = MTestArgListGetInt_with_default(head, "each", 0);
     MTestArgListDestroy(head);
     if (rounds < 1 || parts < 2 || parts > 4096) {
         fprintf(stderr, "invalid arguments (rounds >= 1, 2 <= parts <= 4096)\n");
@@ -114,7 +117,12 @@ int main(int argc, char *argv[])
             MPI_Start(&req);
             for (size_t i = 0; i < n; i++)
                 buf[i] = val(r, (long) i);
-            MPI_Pready_range(0, parts - 1, req);
+            if (each) {
+                for (int p = 0; p < parts; p++)
+                    MPI_Pready(p, req);
+            } else {
+                MPI_Pready_range(0, parts - 1, req);
+            }
             wd_mark(r, "sender: MPI_Wait");
             check_failed(r, "sender: MPI_Wait", MPI_Wait(&req, MPI_STATUS_IGNORE));
             MPI_Request_free(&req);

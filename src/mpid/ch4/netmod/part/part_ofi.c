@@ -107,10 +107,15 @@ typedef struct MPIDI_PART_ofiop {
     void *desc;
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
     ofi_wctx_t *wctx;           /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
-    uint64_t posted[OFI_MAX_EPS];       /* sender: data writes posted per lane over the
-                                         * pair's life (under the lane's endpoint lock) */
-    uint64_t wfailed[OFI_MAX_EPS];      /* sender: of those, completed with an error */
     char why[192];              /* the first failure, for the peer's FAIL (op_error) */
+    /* sender: per lane, under its endpoint lock: data writes posted over the pair's life
+     * and, of those, completed with an error (count_posted). Last, a 64-byte stride per
+     * lane: posting dirties these, not the line of the fields every post reads, nor
+     * another lane's. */
+    struct {
+        uint64_t posted, wfailed;
+        uint8_t pad[48];
+    } lane[OFI_MAX_EPS];
 } MPIDI_PART_ofiop_t;
 
 #define OFIOP(op_) ((MPIDI_PART_ofiop_t *) (op_)->rdma)
@@ -659,14 +664,13 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
     return 1;
 }
 
-/* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
- * the peer, whose side would otherwise wait for writes or a credit that never come. Before
- * the failure ends op's iteration (the program may free op once it has). */
 /* Sender whose error is recorded (no lock held): the data writes it posted over the pair's
- * life, less those whose completion was an error so far (a later such one leaves the
- * receiver waiting until MPIDI_PART_RDMA_DRAIN_NS). Final: a write posted after the error
- * was recorded sees it (post_data checks it under its endpoint's lock, which is taken here
- * after the error was set). */
+ * life, less those whose completion was an error so far. Final once each lane's lock has
+ * been taken here after the error was set: a write posted later sees the error (post_data
+ * checks it under that lock). An error completion read after this leaves the receiver waiting for a write that
+ * never lands, until MPIR_CVAR_PART_RDMA_DRAIN_MS of its progress has passed (a provider
+ * that flushes a broken connection reports its writes one completion at a time); a write
+ * that landed although its completion was an error would let it stop one write early. */
 static int64_t count_posted(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
@@ -674,12 +678,15 @@ static int64_t count_posted(MPIDI_PART_op_t * op)
     uint64_t n = 0;
     for (int v = 0; v < lanes && v < OFI_MAX_EPS; v++) {
         EP_LOCK(&ofi.eps[v]);
-        n += o->posted[v] - o->wfailed[v];      /* those will not land */
+        n += o->lane[v].posted - o->lane[v].wfailed;    /* those will not land */
         EP_UNLOCK(&ofi.eps[v]);
     }
     return (int64_t) n;
 }
 
+/* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
+ * the peer, whose side would otherwise wait for writes or a credit that never come. Before
+ * the failure ends op's iteration (the program may free op once it has). */
 static void tell_why(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     /* a sender's count lets the receiver wait for the writes still in flight */
@@ -736,7 +743,9 @@ static void credit_failed(const ofi_wctx_t * c, const char *detail)
     int ours, now = 0;
     MPIDI_PART_LOCK();
     ours = !op->is_send && op->peer == c->peer && op->st.iter == c->iter &&
-        MPIDI_PART_st_is_running(&op->st);
+        MPIDI_PART_st_is_running(&op->st) && op->rdma->drain_to == 0;    /* not while the
+                                                                         * sender's writes
+                                                                         * come in */
     if (ours)
         now = MPIDI_PART_rdma_doom_locked(op, c->iter, err);
     MPIDI_PART_UNLOCK();
@@ -780,6 +789,9 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     MPIDI_PART_rdma_wire(op, w, &off, &len, &imm);
     o->wctx[w].op = op;
     o->wctx[w].m = w;
+    if (unlikely(MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS))
+        return -FI_ECANCELED;   /* the iteration failed: nothing more goes (submit ends it;
+                                 * count_posted relies on it) */
     if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT != 0) &&
         (debug_fault(1, op->st.iter) || debug_fault(2, op->st.iter)))
         return -FI_EIO;         /* testing aid: the provider refused the write */
@@ -787,17 +799,14 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
         (debug_fault(5, op->st.iter) || (debug_fault(6, op->st.iter) && off == 0))) {
         ssize_t rc = inject_error(e, &o->wctx[w]);
         if (rc == 0)
-            o->posted[lane]++;  /* as the provider took it */
+            o->lane[lane].posted++;     /* as the provider took it */
         return rc;
     }
-    if (unlikely(MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS))
-        return -FI_ECANCELED;   /* the iteration failed: nothing more goes (submit ends it;
-                                 * count_posted relies on it) */
     ssize_t rc = fi_writedata(e->ep, op->buf + off, (size_t) len, o->desc, imm,
                               o->peer_fa_ep[lane], o->raddr + (uint64_t) off, o->rkey,
                               &o->wctx[w].fctx);
     if (rc == 0)
-        o->posted[lane]++;
+        o->lane[lane].posted++;
     return rc;
 }
 
@@ -928,7 +937,7 @@ static int ep_progress(ofi_ep_t * e)
     if (errw) {
         e->tx_out--;
         if (errw->op) {
-            OFIOP(errw->op)->wfailed[e - ofi.eps]++;
+            OFIOP(errw->op)->lane[e - ofi.eps].wfailed++;
             ev[nev].op = errw->op;
             ev[nev].m = errw->m;
             ev[nev].tell = op_error(errw->op, "a write's completion", detail);

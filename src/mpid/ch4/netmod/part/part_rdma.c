@@ -7,6 +7,28 @@
  */
 #include "part_rdma.h"
 
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_PART_RDMA_DRAIN_MS
+      category    : CH4_PART
+      type        : int
+      default     : 1000
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        RDMA transport over libfabric: when the sender of a partitioned transfer reports a
+        failed iteration, the receiver's request completes (with the error) once every
+        data write the sender had posted has landed, so that none lands in the buffer
+        afterwards; a write that failed on the wire never lands, so the receiver stops
+        waiting after this many milliseconds of its own progress without an arrival. 0:
+        do not wait.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
 static struct {
     /* operation slots (engine lock) */
     MPIDI_PART_op_t **slots;
@@ -17,6 +39,7 @@ static struct {
     int live;                   /* operations with transport state (engine lock) */
     MPIDI_PART_op_t *draining;  /* receivers draining a failed iteration (engine lock) */
     int ndrain;                 /* how many (atomic reads without the lock) */
+    int64_t drain_seen;         /* the last drain_progress pass (ns; engine lock) */
 } rdma;
 
 static void drain_progress(void);
@@ -158,7 +181,6 @@ int MPIDI_PART_rdma_lingering(void)
 
 int MPIDI_PART_rdma_progress(void)
 {
-    drain_progress();
     int mpi_errno = MPIDI_PART_rtimer_progress();
 #ifdef MPIDI_CH4_PART_OFI
     int e = MPIDI_PART_ofi_progress();
@@ -170,6 +192,7 @@ int MPIDI_PART_rdma_progress(void)
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = err;
 #endif
+    drain_progress();   /* after the queues: what they held has landed and counted */
     return mpi_errno;
 }
 
@@ -269,10 +292,15 @@ static void drain_unlink(MPIDI_PART_op_t * op)
 int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted)
 {
     MPIDI_PART_rdmaop_t *r = op->rdma;
-    if (op->is_send || r->landed >= posted || r->drain_to != 0)
+    if (r->drain_to != 0)
+        return 1;       /* already waiting: the iteration ends when that is over */
+    if (op->is_send || r->landed >= posted || MPIR_CVAR_PART_RDMA_DRAIN_MS <= 0)
         return 0;
     r->drain_to = posted;
-    r->drain_until = MPIDI_PART_now_ns() + MPIDI_PART_RDMA_DRAIN_NS;
+    int64_t now = MPIDI_PART_now_ns();
+    if (rdma.draining == NULL)
+        rdma.drain_seen = now;
+    r->drain_until = now + MPIR_CVAR_PART_RDMA_DRAIN_MS * 1000000LL;
     r->drain_next = rdma.draining;
     rdma.draining = op;
     op->refs++; /* until the iteration has ended */
@@ -281,7 +309,10 @@ int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted)
 }
 
 /* The draining receivers whose deadline passed: their iterations end now (one load when
- * none drains). */
+ * none drains). Called after the queues were read. Only the process's own progress time
+ * counts: a gap between two passes (a program busy outside MPI) moves every deadline on
+ * by the gap, so that writes that landed meanwhile are read before anything is given up;
+ * each arrival moves its operation's deadline on too (resolve). */
 static void drain_progress(void)
 {
     MPIDI_PART_op_t *due[16];
@@ -290,6 +321,12 @@ static void drain_progress(void)
         return;
     int64_t now = MPIDI_PART_now_ns();
     MPIDI_PART_LOCK();
+    int64_t gap = now - rdma.drain_seen;
+    rdma.drain_seen = now;
+    if (gap > 10000000) {       /* 10 ms without a pass */
+        for (MPIDI_PART_op_t * d = rdma.draining; d; d = d->rdma->drain_next)
+            d->rdma->drain_until += gap;
+    }
     MPIDI_PART_op_t *op = rdma.draining;
     while (op && n < 16) {
         MPIDI_PART_op_t *next = op->rdma->drain_next;
@@ -347,11 +384,14 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
     if (op->is_send || op->tp != r->tp)
         return 0;
     r->landed++;
-    if (unlikely(r->drain_to != 0) && r->landed >= r->drain_to) {
-        drain_unlink(op);       /* its reference is the event's now */
-        ev->drained = 1;
-        ev->m = -1;
-        return 1;
+    if (unlikely(r->drain_to != 0)) {
+        if (r->landed >= r->drain_to) {
+            drain_unlink(op);   /* its reference is the event's now */
+            ev->drained = 1;
+            ev->m = -1;
+            return 1;
+        }
+        r->drain_until = MPIDI_PART_now_ns() + MPIR_CVAR_PART_RDMA_DRAIN_MS * 1000000LL;
     }
     if (!MPIDI_PART_st_is_running(&op->st))
         return 0;
@@ -507,13 +547,13 @@ int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, uint32_t iter, int err)
 
 int MPIDI_PART_rdma_progress_rest(void)
 {
-    drain_progress();
     int mpi_errno = MPIDI_PART_rtimer_progress();
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_PART_vci_progress(1);
     if (mpi_errno == MPI_SUCCESS &&
         (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
         mpi_errno = MPIDI_PART_handshake();
+    drain_progress();   /* after the lane's queue (the caller read it) and a FAIL */
     return mpi_errno;
 }
 

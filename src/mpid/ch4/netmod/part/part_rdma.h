@@ -70,12 +70,12 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
 int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
                               int64_t posted);
 /* Engine lock held, receiver whose running iteration the sender's failure doomed: the
- * sender had posted `posted` writes; returns 1 when some have not landed yet: the
- * iteration then ends when they have (MPIDI_PART_rdma_deliver) or after
- * MPIDI_PART_RDMA_DRAIN_NS (a write that failed on the wire never lands), not now, so that
- * none lands in the buffer after MPI_Wait returned the error. 0: end it now. */
+ * sender had posted `posted` writes; returns 1 when some have not landed yet (or a drain
+ * is under way already): the iteration then ends when they have (MPIDI_PART_rdma_deliver)
+ * or after MPIR_CVAR_PART_RDMA_DRAIN_MS of progress without an arrival (a write that failed
+ * on the wire never lands), not now, so that none lands in the buffer after MPI_Wait
+ * returned the error. 0: end it now. */
 int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted);
-#define MPIDI_PART_RDMA_DRAIN_NS 1000000000LL
 /* The pair's name on both sides: the sender's operation (a FAIL or a failed credit that
  * reaches an operation which took a freed slot over names another pair). */
 static inline uint64_t MPIDI_PART_rdma_pair_id(MPIDI_PART_op_t * op)
