@@ -97,6 +97,7 @@ typedef struct {
 } ofi_wctx_t;
 
 #define OFI_INJ_MAX 64          /* error completions the testing aid holds per endpoint */
+#define OFI_WHY_MAX 192         /* a failure's text for the peer's FAIL */
 
 typedef struct MPIDI_PART_ofiop {
     MPIDI_PART_rdmaop_t r;      /* slots, credits, lanes (= endpoints) */
@@ -107,7 +108,7 @@ typedef struct MPIDI_PART_ofiop {
     void *desc;
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
     ofi_wctx_t *wctx;           /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
-    char why[192];              /* the first failure, for the peer's FAIL (op_error) */
+    char why[OFI_WHY_MAX];      /* the first failure, for the peer's FAIL (op_error) */
     /* sender: per lane, under its endpoint lock: data writes posted over the pair's life
      * and, of those, completed with an error (count_posted). Last, a 64-byte stride per
      * lane: posting dirties these, not the line of the fields every post reads, nor
@@ -171,7 +172,7 @@ typedef struct {
     size_t addrlen;
     size_t tx_out;
     ofi_pend_t *pend_head, *pend_tail;
-    /* testing aid (MPIR_CVAR_PART_OFI_DEBUG_FAULT 4, 5): writes taken but not posted, whose
+    /* testing aid (MPIR_CVAR_PART_OFI_DEBUG_FAULT 4-6): writes taken but not posted, whose
      * error completions the next reads of the queue return */
     ofi_wctx_t *inj[OFI_INJ_MAX];
     int ninj;
@@ -645,6 +646,20 @@ int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op)
 
 /* ---- writes ------------------------------------------------------------------------------ */
 
+/* The MPI error of a failure on op's transfer: provider, what failed, its text, the peer. */
+static int ofi_error_code(MPIDI_PART_op_t * op, const char *what, const char *detail)
+{
+    return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
+                                ofi.prov, what, detail, op->peer);
+}
+
+/* The text a FAIL carries to the peer ("rank 0: fi_writedata failed: ..."). */
+static void why_text(char *why, const char *what, const char *detail)
+{
+    snprintf(why, OFI_WHY_MAX, "rank %d: %s failed: %s", MPIR_Process.rank, what, detail);
+}
+
 /* Record op's error: what failed, the provider's text. Only the first one counts (an
  * iteration's first error is reported; the operation moves nothing more afterwards). Returns
  * 1 when this call recorded it: its caller then tells the peer (tell_failure) once it holds
@@ -653,24 +668,22 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 {
     if (MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS)
         return 0;
-    int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                   MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
-                                   ofi.prov, what, detail, op->peer);
+    int err = ofi_error_code(op, what, detail);
     MPIDI_PART_rdma_error(op, err);
     if (MPIDI_PART_rdma_error_of(op) != err)
         return 0;       /* another thread's came first */
-    snprintf(OFIOP(op)->why, sizeof(OFIOP(op)->why), "rank %d: %s failed: %s",
-             MPIR_Process.rank, what, detail);
+    why_text(OFIOP(op)->why, what, detail);
     return 1;
 }
 
 /* Sender whose error is recorded (no lock held): the data writes it posted over the pair's
  * life, less those whose completion was an error so far. Final once each lane's lock has
  * been taken here after the error was set: a write posted later sees the error (post_data
- * checks it under that lock). An error completion read after this leaves the receiver waiting for a write that
- * never lands, until MPIR_CVAR_PART_RDMA_DRAIN_MS of its progress has passed (a provider
- * that flushes a broken connection reports its writes one completion at a time); a write
- * that landed although its completion was an error would let it stop one write early. */
+ * checks it under that lock). An error completion read after this leaves the receiver
+ * waiting for a write that never lands, until MPIR_CVAR_PART_RDMA_DRAIN_MS of its progress
+ * has passed (a provider that flushes a broken connection reports its writes one
+ * completion at a time); a write that landed although its completion was an error would
+ * let it stop one write early. */
 static int64_t count_posted(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
@@ -709,9 +722,7 @@ static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
 static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
                             int64_t posted)
 {
-    int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                   MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
-                                   ofi.prov, "the peer's side", why, op->peer);
+    int err = ofi_error_code(op, "the peer's side", why);
     MPIDI_PART_LOCK();
     int now = MPIDI_PART_rdma_doom_locked(op, iter, err);
     /* a receiver: the sender's writes still in flight land before the iteration ends */
@@ -732,14 +743,11 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
 static void credit_failed(const ofi_wctx_t * c, const char *detail)
 {
     MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(c->slot, c->pair);
-    char why[sizeof(OFIOP(op)->why)];
+    char why[OFI_WHY_MAX];
     if (op == NULL)
         return;
-    int err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                   MPI_ERR_OTHER, "**partofiio", "**partofiio %s %s %s %d",
-                                   ofi.prov, "a credit write's completion", detail, op->peer);
-    snprintf(why, sizeof(why), "rank %d: a credit write's completion failed: %s",
-             MPIR_Process.rank, detail);
+    int err = ofi_error_code(op, "a credit write's completion", detail);
+    why_text(why, "a credit write's completion", detail);
     int ours, now = 0;
     MPIDI_PART_LOCK();
     ours = !op->is_send && op->peer == c->peer && op->st.iter == c->iter &&
@@ -767,7 +775,7 @@ static inline int debug_fault(int mode, uint32_t iter)
         (int64_t) iter >= (int64_t) MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER;
 }
 
-/* The testing aid's modes 4 and 5 (endpoint's lock held): take write w without posting it;
+/* The testing aid's modes 4, 5 and 6 (endpoint's lock held): take write w without posting it;
  * its error completion comes from the next read of the queue (ep_progress). */
 static ssize_t inject_error(ofi_ep_t * e, ofi_wctx_t * w)
 {
