@@ -37,6 +37,11 @@
  * the failed iteration still in flight must not land later (the buffer is compared with its
  * state at MPI_Wait after 100 ms of progress: the sender's FAIL says how many writes it
  * posted, and the receiver's request completes only once they have landed).
+ * The receiver's wait for those writes ends when they have all landed, not on its deadline
+ * (MPIR_CVAR_PART_RDMA_DRAIN_MS): pvar part_rdma_drain_timeouts must stay 0. With
+ * DEBUG_FAULT=5 and several writes the FAIL goes after the first error completion, while the
+ * others are still in flight and fail later: the sender's COUNT message lowers the number
+ * (before it, the receiver waited the whole deadline, 1 s by default, and counted one).
  * Iteration K + 1 on both sides: the operations failed, so MPI_Wait returns MPI_ERR_OTHER at
  * once (no write: the buffer still holds the sentinel). Both free their requests and
  * finalize normally. With -fault=credit and K > 1 the receiver's FAIL may reach the sender
@@ -52,7 +57,8 @@
 #define COUNT 4096
 #define DEADLINE 30.0
 
-static int errs = 0;
+static int rank, errs = 0;
+#include "part_pvar.h"
 
 /* rc must be class MPI_ERR_OTHER whose text names the provider (when one is forced) and
  * contains want (NULL: anything) */
@@ -122,11 +128,12 @@ static void check_untouched(const unsigned char *buf, int n, int iter)
 
 int main(int argc, char **argv)
 {
-    int rank, PARTS, credit, first;
+    int PARTS, credit, first, provided;
     unsigned char *buf;
     MPI_Request req;
 
     MTest_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MTestArgList *head = MTestArgListCreate(argc, argv);
     PARTS = MTestArgListGetInt_with_default(head, "parts", 8);
     const char *fault = MTestArgListGetString_with_default(head, "fault", "data");
@@ -220,6 +227,13 @@ int main(int argc, char **argv)
         snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K);
         check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);
         check_untouched(buf, first ? COUNT : PARTS * COUNT, K);
+        unsigned long long timeouts = pv_read("part_rdma_drain_timeouts");
+        if (timeouts != 0) {
+            fprintf(stderr, "receiver: iteration %d ended on the drain's deadline (%llu "
+                    "time(s)), not when the sender's last write that would land had\n", K,
+                    timeouts);
+            errs++;
+        }
         check_no_late_write(buf, PARTS * COUNT, K);
         if (first)
             memset(buf, 0xA5, (size_t) PARTS * COUNT);
@@ -230,6 +244,7 @@ int main(int argc, char **argv)
         MPI_Request_free(&req);
     }
     free(buf);
+    pv_finalize();
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }

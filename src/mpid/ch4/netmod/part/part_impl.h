@@ -29,8 +29,10 @@ enum MPIDI_PART_msg_kind {
                                  * (sop: the peer's operation slot; ext: the reason) */
     MPIDI_PART_MSG_LAYOUT,      /* sender -> receiver once, at the start of the iteration after
                                  * the observed one: the plan from then on (section 4c) */
-    MPIDI_PART_MSG_EARLY        /* receiver -> sender once, before the re-plan: MPI_Parrived
+    MPIDI_PART_MSG_EARLY,       /* receiver -> sender once, before the re-plan: MPI_Parrived
                                  * reported a partition of an iteration still under way */
+    MPIDI_PART_MSG_COUNT        /* sender -> receiver at most once, after a FAIL whose count
+                                 * of writes was not final: the final one (bytes) */
 };
 
 enum MPIDI_PART_plan_status {
@@ -353,6 +355,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_TAG_SPLIT_MSGS,
     MPIDI_PART_PV_LOGGP_CALIB_SEGS,
     MPIDI_PART_PV_LOGGP_CALIB_US,
+    MPIDI_PART_PV_RDMA_DRAIN_TIMEOUTS,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];

@@ -102,6 +102,9 @@ static const struct {
     [MPIDI_PART_PV_LOGGP_CALIB_US] = {"part_loggp_calib_us", 1,
         "How long the LogGP calibration at MPI_Init took on rank 0, in microseconds (0 when "
         "there was none)"},
+    [MPIDI_PART_PV_RDMA_DRAIN_TIMEOUTS] = {"part_rdma_drain_timeouts", 0,
+        "Failed iterations of RDMA receivers that ended on MPIR_CVAR_PART_RDMA_DRAIN_MS "
+        "rather than when the sender's writes still in flight had all landed"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -688,6 +688,9 @@ int MPIDI_PART_handshake(void)
             case MPIDI_PART_MSG_FAIL:
                 MPIDI_PART_rdma_peer_failed(&e->hdr);
                 break;
+            case MPIDI_PART_MSG_COUNT:
+                MPIDI_PART_rdma_peer_count(&e->hdr);
+                break;
 #endif
             default:
                 break;

@@ -109,13 +109,17 @@ typedef struct MPIDI_PART_ofiop {
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
     ofi_wctx_t *wctx;           /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
     char why[OFI_WHY_MAX];      /* the first failure, for the peer's FAIL (op_error) */
+    /* sender, after its FAIL: the count it carried (-1: no FAIL with a count went yet), and
+     * whether the final count is known to the receiver (count_final); atomics */
+    int64_t told;
+    int final_told;
     /* sender: per lane, under its endpoint lock: data writes posted over the pair's life
-     * and, of those, completed with an error (count_posted). Last, a 64-byte stride per
-     * lane: posting dirties these, not the line of the fields every post reads, nor
-     * another lane's. */
+     * and, of those, completed with an error and completed without (count_posted). Last, a
+     * 64-byte stride per lane: posting and reading completions dirty these, not the line
+     * of the fields every post reads, nor another lane's. */
     struct {
-        uint64_t posted, wfailed;
-        uint8_t pad[48];
+        uint64_t posted, wfailed, wok;
+        uint8_t pad[40];
     } lane[OFI_MAX_EPS];
 } MPIDI_PART_ofiop_t;
 
@@ -584,6 +588,7 @@ static int ofiop_create(MPIDI_PART_op_t * op)
     if (o == NULL)
         return 0;
     o->peer_fa = FI_ADDR_NOTAVAIL;
+    o->told = -1;
     o->r.tp = &MPIDI_PART_ofi_transport;
     o->r.release = ofi_release;
     o->r.peer_failed = ofi_peer_failed;
@@ -677,24 +682,52 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 }
 
 /* Sender whose error is recorded (no lock held): the data writes it posted over the pair's
- * life, less those whose completion was an error so far. Final once each lane's lock has
- * been taken here after the error was set: a write posted later sees the error (post_data
- * checks it under that lock). An error completion read after this leaves the receiver
- * waiting for a write that never lands, until MPIR_CVAR_PART_RDMA_DRAIN_MS of its progress
- * has passed (a provider that flushes a broken connection reports its writes one
- * completion at a time); a write that landed although its completion was an error would
- * let it stop one write early. */
-static int64_t count_posted(MPIDI_PART_op_t * op)
+ * life, less those whose completion was an error so far; *inflight: those whose completion
+ * is still to be read. No write is posted once each lane's lock has been taken here after
+ * the error was set (post_data checks it under that lock), so only error completions read
+ * later lower the count: when *inflight is 0 it is final. A write that landed although its
+ * completion was an error would let the receiver stop one write early. */
+static int64_t count_posted(MPIDI_PART_op_t * op, uint64_t * inflight)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     int lanes = o->r.nlanes > 1 ? o->r.nlanes : 1;
-    uint64_t n = 0;
+    uint64_t n = 0, out = 0;
     for (int v = 0; v < lanes && v < OFI_MAX_EPS; v++) {
         EP_LOCK(&ofi.eps[v]);
         n += o->lane[v].posted - o->lane[v].wfailed;    /* those will not land */
+        out += o->lane[v].posted - o->lane[v].wfailed - o->lane[v].wok;
         EP_UNLOCK(&ofi.eps[v]);
     }
+    *inflight = out;
     return (int64_t) n;
+}
+
+/* Sender whose FAIL carried a count while writes were in flight (no lock held; op alive:
+ * a write of its failed iteration is not done yet, or its FAIL is being sent): once every
+ * completion has been read, the count is final; if it is lower than the FAIL's (writes
+ * failed on the wire meanwhile: a provider flushing a broken connection reports them one
+ * completion at a time), a COUNT tells the receiver, whose drain would otherwise wait for
+ * those writes until MPIR_CVAR_PART_RDMA_DRAIN_MS had passed. Called by the FAIL's sender
+ * after it stored told, and by every thread that reads a completion of op after the
+ * error: the one that reads the last sees inflight 0 (both store before they load,
+ * sequentially consistent: one of them sees the other's store); final_told lets one tell. */
+static void count_final(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_ofiop_t *o = OFIOP(op);
+    uint64_t inflight;
+    int64_t told = __atomic_load_n(&o->told, __ATOMIC_SEQ_CST);
+    if (told < 0 || __atomic_load_n(&o->final_told, __ATOMIC_RELAXED))
+        return;
+    int64_t n = count_posted(op, &inflight);
+    if (inflight != 0)
+        return;
+    int none = 0;
+    if (!__atomic_compare_exchange_n(&o->final_told, &none, 1, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED) || n >= told)
+        return;         /* another thread tells, or the FAIL's count was final */
+    if (MPIDI_PART_rdma_tell_count(op, n) != MPI_SUCCESS)
+        fprintf(stderr, "partitioned engine: rank %d could not tell rank %d the final "
+                "count of a failed transfer's writes\n", MPIR_Process.rank, op->peer);
 }
 
 /* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
@@ -703,10 +736,18 @@ static int64_t count_posted(MPIDI_PART_op_t * op)
 static void tell_why(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     /* a sender's count lets the receiver wait for the writes still in flight */
-    int err = MPIDI_PART_rdma_tell_peer(op, iter, why, op->is_send ? count_posted(op) : -1);
+    uint64_t inflight = 0;
+    int64_t posted = -1;
+    if (op->is_send) {
+        posted = count_posted(op, &inflight);
+        __atomic_store_n(&OFIOP(op)->told, posted, __ATOMIC_SEQ_CST);
+    }
+    int err = MPIDI_PART_rdma_tell_peer(op, iter, why, posted);
     if (err != MPI_SUCCESS)     /* the handshake's active messages failed too */
         fprintf(stderr, "partitioned engine: rank %d could not tell rank %d that a "
                 "transfer failed (%s)\n", MPIR_Process.rank, op->peer, why);
+    else if (inflight != 0)
+        count_final(op);        /* the last completion may have been read meanwhile */
 }
 
 static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
@@ -961,6 +1002,7 @@ static int ep_progress(ofi_ep_t * e)
             ofi_wctx_t *w = cqe[i].op_context;
             e->tx_out--;
             if (w && w->op) {
+                OFIOP(w->op)->lane[e - ofi.eps].wok++;
                 ev[nev].op = w->op;
                 ev[nev].m = w->m;
                 ev[nev].tell = 0;
@@ -1013,6 +1055,8 @@ static int ep_progress(ofi_ep_t * e)
     for (int i = 0; i < nev; i++) {
         if (unlikely(ev[i].tell))
             tell_failure(ev[i].op, ev[i].op->st.iter);
+        else if (unlikely(MPIDI_PART_rdma_error_of(ev[i].op) != MPI_SUCCESS))
+            count_final(ev[i].op);      /* before the write is done: op is alive */
         MPIDI_PART_rdma_write_done(ev[i].op, ev[i].m);
     }
 

@@ -294,6 +294,8 @@ int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted)
     MPIDI_PART_rdmaop_t *r = op->rdma;
     if (r->drain_to != 0)
         return 1;       /* already waiting: the iteration ends when that is over */
+    if (r->final_to != 0 && posted > r->final_to - 1)
+        posted = r->final_to - 1;       /* the sender's COUNT came first */
     if (op->is_send || r->landed >= posted || MPIR_CVAR_PART_RDMA_DRAIN_MS <= 0)
         return 0;
     r->drain_to = posted;
@@ -333,6 +335,7 @@ static void drain_progress(void)
         if (op->rdma->drain_until <= now) {
             drain_unlink(op);
             due[n++] = op;
+            MPIDI_PART_PVAR_ADD(RDMA_DRAIN_TIMEOUTS, 1);
         }
         op = next;
     }
@@ -493,6 +496,47 @@ int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *w
     memcpy(hdr.ext, why, hdr.ext_len - 1);
     hdr.ext[hdr.ext_len - 1] = 0;
     return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+int MPIDI_PART_rdma_tell_count(MPIDI_PART_op_t * op, int64_t final)
+{
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_COUNT;
+    hdr.sop = op->rdma->peer_slot;
+    hdr.rop = MPIDI_PART_rdma_pair_id(op);
+    hdr.bytes = final;
+    return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr)
+{
+    int end = 0;
+    if (hdr->bytes < 0)
+        return;
+    uint64_t final = (uint64_t) hdr->bytes;
+    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(hdr->sop, hdr->rop);
+    if (op == NULL)
+        return;
+    MPIDI_PART_LOCK();
+    MPIDI_PART_rdmaop_t *r = op->rdma;
+    if (!op->is_send) {
+        r->final_to = final + 1;        /* for a FAIL still to come (drain_locked) */
+        if (r->drain_to != 0) {
+            if (r->landed >= final) {
+                drain_unlink(op);       /* its reference is ours now */
+                end = 1;
+            } else if (final < r->drain_to) {
+                r->drain_to = final;
+            }
+        }
+    }
+    MPIDI_PART_UNLOCK();
+    if (end) {
+        MPIDI_PART_rdma_failed(op, -1);  /* every write that will land has */
+        MPIDI_PART_op_release(op);      /* the drain's reference */
+    }
+    MPIDI_PART_op_release(op);
 }
 
 MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair)

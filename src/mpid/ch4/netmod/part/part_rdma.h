@@ -40,6 +40,8 @@ typedef struct MPIDI_PART_rdmaop {
                                  * this, or at drain_until (0: not draining; engine lock) */
     int64_t drain_until;
     struct MPIDI_PART_op *drain_next;   /* the draining receivers (engine lock) */
+    uint64_t final_to;          /* receiver: 1 + the sender's final count (its COUNT, which
+                                 * may come before its FAIL); 0: none came (engine lock) */
 } MPIDI_PART_rdmaop_t;
 
 typedef struct MPIDI_PART_rtimer MPIDI_PART_rtimer_t;
@@ -76,6 +78,12 @@ int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *w
  * on the wire never lands), not now, so that none lands in the buffer after MPI_Wait
  * returned the error. 0: end it now. */
 int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted);
+/* No lock, sender that told its receiver a count that was not final (writes were still in
+ * flight): the final count, once their completions have all been read (a COUNT message).
+ * The receiver's drain then ends when that many have landed, not at its deadline. */
+int MPIDI_PART_rdma_tell_count(MPIDI_PART_op_t * op, int64_t final);
+/* A COUNT message came (op of its pair held here, if it still exists). */
+void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr);
 /* The pair's name on both sides: the sender's operation (a FAIL or a failed credit that
  * reaches an operation which took a freed slot over names another pair). */
 static inline uint64_t MPIDI_PART_rdma_pair_id(MPIDI_PART_op_t * op)
