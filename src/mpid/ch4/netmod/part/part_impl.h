@@ -32,7 +32,8 @@ enum MPIDI_PART_msg_kind {
     MPIDI_PART_MSG_EARLY,       /* receiver -> sender once, before the re-plan: MPI_Parrived
                                  * reported a partition of an iteration still under way */
     MPIDI_PART_MSG_COUNT        /* sender -> receiver at most once, after a FAIL whose count
-                                 * of writes was not final: the final one (bytes) */
+                                 * of writes was not final: the final one (bytes); it may
+                                 * arrive first (another thread's active message) */
 };
 
 enum MPIDI_PART_plan_status {

@@ -109,8 +109,9 @@ typedef struct MPIDI_PART_ofiop {
     uint64_t raddr, rkey;       /* sender: the receive buffer; receiver: the sender's mailbox */
     ofi_wctx_t *wctx;           /* sender: per write (MPIDI_PART_RDMA_NWRITES) */
     char why[OFI_WHY_MAX];      /* the first failure, for the peer's FAIL (op_error) */
-    /* sender, after its FAIL: the count it carried (-1: no FAIL with a count went yet), and
-     * whether the final count is known to the receiver (count_final); atomics */
+    /* sender whose FAIL carried a count while writes were in flight: that count, stored
+     * once the FAIL went (-1 before, or when none is needed), and whether a thread took
+     * on telling the final one (count_final); atomics */
     int64_t told;
     int final_told;
     /* sender: per lane, under its endpoint lock: data writes posted over the pair's life
@@ -703,14 +704,17 @@ static int64_t count_posted(MPIDI_PART_op_t * op, uint64_t * inflight)
 }
 
 /* Sender whose FAIL carried a count while writes were in flight (no lock held; op alive:
- * a write of its failed iteration is not done yet, or its FAIL is being sent): once every
+ * a write of its failed iteration is not done yet, or its FAIL was just sent): once every
  * completion has been read, the count is final; if it is lower than the FAIL's (writes
  * failed on the wire meanwhile: a provider flushing a broken connection reports them one
  * completion at a time), a COUNT tells the receiver, whose drain would otherwise wait for
  * those writes until MPIR_CVAR_PART_RDMA_DRAIN_MS had passed. Called by the FAIL's sender
- * after it stored told, and by every thread that reads a completion of op after the
- * error: the one that reads the last sees inflight 0 (both store before they load,
- * sequentially consistent: one of them sees the other's store); final_told lets one tell. */
+ * once the FAIL went and told is stored, and by every thread that reads a completion of op
+ * after the error. The counters change under the lanes' locks, which count_posted takes:
+ * a reader that saw told < 0 counted its completion before the FAIL's sender stored told,
+ * so that one's count_posted sees it; a reader that sees told counts everything read
+ * before it. Whoever sees inflight 0 tells (final_told: one of them), the FAIL's sender
+ * when the last completion was read before its store. */
 static void count_final(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
@@ -737,17 +741,15 @@ static void tell_why(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
 {
     /* a sender's count lets the receiver wait for the writes still in flight */
     uint64_t inflight = 0;
-    int64_t posted = -1;
-    if (op->is_send) {
-        posted = count_posted(op, &inflight);
-        __atomic_store_n(&OFIOP(op)->told, posted, __ATOMIC_SEQ_CST);
-    }
+    int64_t posted = op->is_send ? count_posted(op, &inflight) : -1;
     int err = MPIDI_PART_rdma_tell_peer(op, iter, why, posted);
-    if (err != MPI_SUCCESS)     /* the handshake's active messages failed too */
+    if (err != MPI_SUCCESS) {   /* the handshake's active messages failed too */
         fprintf(stderr, "partitioned engine: rank %d could not tell rank %d that a "
                 "transfer failed (%s)\n", MPIR_Process.rank, op->peer, why);
-    else if (inflight != 0)
+    } else if (inflight != 0) {
+        __atomic_store_n(&OFIOP(op)->told, posted, __ATOMIC_SEQ_CST);
         count_final(op);        /* the last completion may have been read meanwhile */
+    }
 }
 
 static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)

@@ -488,6 +488,8 @@ int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *w
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_FAIL;
+    hdr.src_rank = op->comm->rank;      /* with the pair: a pair id is the other process's
+                                         * pointer, which another rank's may equal */
     hdr.sop = op->rdma->peer_slot;
     hdr.rop = MPIDI_PART_rdma_pair_id(op);
     hdr.iter = iter;
@@ -503,6 +505,7 @@ int MPIDI_PART_rdma_tell_count(MPIDI_PART_op_t * op, int64_t final)
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_COUNT;
+    hdr.src_rank = op->comm->rank;
     hdr.sop = op->rdma->peer_slot;
     hdr.rop = MPIDI_PART_rdma_pair_id(op);
     hdr.bytes = final;
@@ -520,7 +523,7 @@ void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr)
         return;
     MPIDI_PART_LOCK();
     MPIDI_PART_rdmaop_t *r = op->rdma;
-    if (!op->is_send) {
+    if (!op->is_send && op->peer == hdr->src_rank) {    /* the same pair (tell_peer) */
         r->final_to = final + 1;        /* for a FAIL still to come (drain_locked) */
         if (r->drain_to != 0) {
             if (r->landed >= final) {
@@ -566,7 +569,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
     op = MPIDI_PART_rdma_hold(hdr->sop, hdr->rop);
     if (op == NULL)
         return;
-    if (op->rdma->peer_failed)
+    if (op->peer == hdr->src_rank && op->rdma->peer_failed)
         op->rdma->peer_failed(op, hdr->iter, why, hdr->bytes);
     MPIDI_PART_op_release(op);
 }

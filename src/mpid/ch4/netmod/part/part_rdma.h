@@ -76,7 +76,7 @@ int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *w
  * is under way already): the iteration then ends when they have (MPIDI_PART_rdma_deliver)
  * or after MPIR_CVAR_PART_RDMA_DRAIN_MS of progress without an arrival (a write that failed
  * on the wire never lands), not now, so that none lands in the buffer after MPI_Wait
- * returned the error. 0: end it now. */
+ * returned the error. A COUNT that came first lowers posted (final_to). 0: end it now. */
 int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted);
 /* No lock, sender that told its receiver a count that was not final (writes were still in
  * flight): the final count, once their completions have all been read (a COUNT message).
