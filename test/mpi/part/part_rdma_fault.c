@@ -15,7 +15,14 @@
  *            of the receiver fails) or 4 (every credit's completion is an error; the
  *            receiver used to miss it, and both sides waited forever): the two sides swap
  *            roles below: the receiver's own calls report its failed credit, the sender's
- *            say the peer's side failed.
+ *            say the peer's side failed. Or 7: the credit is delivered, but its completion
+ *            is reported as an error, so the sender writes while the receiver fails: the
+ *            receiver's bytes of iteration K may hold the sentinel or the data (nothing
+ *            else), none may change after its MPI_Wait (it waits for the sender's COUNT,
+ *            which says how many landed), and the sender's iteration K may complete
+ *            either way; the sender then frees its request while completions of its
+ *            writes may still be unread, and makes progress for 100 ms: with
+ *            MALLOC_PERTURB_ set, a use of the freed operation crashes.
  *            -fault=first: run with MPIR_CVAR_PART_OFI_DEBUG_FAULT=6 (only the write that
  *            carries partition 0 completes with an error; the others are posted and land
  *            while, or after, the failure is handled): partitions other than 0 may be
@@ -143,8 +150,10 @@ int main(int argc, char **argv)
     /* what each side's error message must say */
     const char *send_says = credit ? "peer's side" : NULL;
     const char *dbg = getenv("MPIR_CVAR_PART_OFI_DEBUG_FAULT");
+    int landed = credit && dbg && atoi(dbg) == 7;       /* the credit went all the same */
     const char *recv_says = !credit ? "peer's side" :
-        (dbg && atoi(dbg) == 4) ? "credit write's completion" : "fi_writedata(credit)";
+        (dbg && (atoi(dbg) == 4 || landed)) ? "credit write's completion" :
+        "fi_writedata(credit)";
     if (PARTS < 1 || PARTS > 4096) {
         fprintf(stderr, "invalid -parts (1..4096)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -170,7 +179,9 @@ int main(int argc, char **argv)
             MPI_Pready_range(0, PARTS - 1, req);
             int rc = MPI_Wait(&req, &st);
             snprintf(who, sizeof(who), "sender: MPI_Wait of iteration %d", iter);
-            if (iter >= K) {
+            if (landed && iter == K && rc == MPI_SUCCESS) {
+                /* its writes completed before the receiver's FAIL came */
+            } else if (iter >= K) {
                 check_error(who, rc, send_says);
             } else if (rc != MPI_SUCCESS) {
                 fprintf(stderr, "%s: failed before the refused iteration %d\n", who, K);
@@ -178,6 +189,14 @@ int main(int argc, char **argv)
             }
         }
         MPI_Request_free(&req);
+        if (landed) {
+            /* completions of the freed operation's writes may still come */
+            double t0 = MPI_Wtime();
+            while (MPI_Wtime() - t0 < 0.1) {
+                int flag;
+                MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            }
+        }
     } else if (rank == 1) {
         int failed = 0, rc;
         char who[64];
@@ -211,7 +230,7 @@ int main(int argc, char **argv)
                 if (rc != MPI_SUCCESS) {
                     check_error(who, rc, recv_says);
                     failed = 1;
-                } else if (arrived && (p == 0 || !first)) {
+                } else if (arrived && !landed && (p == 0 || !first)) {
                     fprintf(stderr, "receiver: partition %d reported arrived\n", p);
                     errs++;
                     failed = 1;
@@ -226,7 +245,17 @@ int main(int argc, char **argv)
         }
         snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K);
         check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);
-        check_untouched(buf, first ? COUNT : PARTS * COUNT, K);
+        if (landed) {
+            for (int i = 0; i < PARTS * COUNT; i++)
+                if (buf[i] != 0xA5 && buf[i] != val(K, i)) {
+                    fprintf(stderr, "receiver: iteration %d: byte %d is %d, neither the "
+                            "sentinel nor the data\n", K, i, buf[i]);
+                    errs++;
+                    break;
+                }
+        } else {
+            check_untouched(buf, first ? COUNT : PARTS * COUNT, K);
+        }
         unsigned long long timeouts = pv_read("part_rdma_drain_timeouts");
         if (timeouts != 0) {
             fprintf(stderr, "receiver: iteration %d ended on the drain's deadline (%llu "
@@ -235,7 +264,7 @@ int main(int argc, char **argv)
             errs++;
         }
         check_no_late_write(buf, PARTS * COUNT, K);
-        if (first)
+        if (first || landed)
             memset(buf, 0xA5, (size_t) PARTS * COUNT);
         MPI_Start(&req);
         snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K + 1);

@@ -59,7 +59,9 @@ cvars:
         completion for it, as a provider reports a write that failed on the wire. 5: the
         same for every data write. 6: the same for the write that carries the first
         partition only; the others are posted (writes of the failed iteration in flight,
-        which the receiver must see land before its request completes). (A wrong remote key
+        which the receiver must see land before its request completes). 7: every credit is
+        posted and delivered, but its completion is reported as an error (a connection
+        that broke after the credit went): the sender writes while the receiver fails. (A wrong remote key
         is no such test: shm and tcp;ofi_rxm in libfabric 1.17 drop such a write at the
         target and report success to the sender.) 0: off.
 
@@ -114,6 +116,11 @@ typedef struct MPIDI_PART_ofiop {
      * on telling the final one (count_final); atomics */
     int64_t told;
     int final_told;
+    /* sender that a receiver's FAIL reached: held (a reference) until every completion of
+     * its writes has been read and handled; then it tells the receiver its final count and
+     * ends the iteration the FAIL doomed, if watch_end (watch_progress); engine lock */
+    int watched, watch_end;
+    struct MPIDI_PART_op *watch_next;
     /* sender: per lane, under its endpoint lock: data writes posted over the pair's life
      * and, of those, completed with an error and completed without (count_posted). Last, a
      * 64-byte stride per lane: posting and reading completions dirty these, not the line
@@ -213,6 +220,9 @@ static struct {
     struct fid_mr *mbox_mr;
     void *mbox_desc;
     uint64_t mbox_key;
+    /* the watched senders (engine lock; nwatch also read without it) */
+    struct MPIDI_PART_op *watch;
+    int nwatch;
 } ofi;
 
 #define OFI_LOCK()   do { int err_; MPID_Thread_mutex_lock(&ofi.lock, &err_); } while (0)
@@ -531,6 +541,8 @@ int MPIDI_PART_ofi_require(void)
 void MPIDI_PART_ofi_finalize(void)
 {
     int err;
+    ofi.watch = NULL;   /* the engine's finalize destroyed the freed operations */
+    ofi.nwatch = 0;
     for (int v = 0; v < OFI_MAX_EPS; v++) {
         ofi_pend_t *p = ofi.eps[v].pend_head;
         while (p) {
@@ -771,6 +783,23 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
     /* a receiver: the sender's writes still in flight land before the iteration ends */
     if (now && posted > 0 && MPIDI_PART_rdma_drain_locked(op, (uint64_t) posted))
         now = 0;
+    /* a sender: writes of the doomed iteration may still be in flight (the credit came, the
+     * receiver's side failed after it), reading the send buffer: the iteration ends once
+     * their completions have been handled (its error set, nothing more is posted), not
+     * now, and the receiver waits for how many landed (watch_progress) */
+    if (op->is_send) {
+        MPIDI_PART_ofiop_t *o = OFIOP(op);
+        o->watch_end |= now;
+        now = 0;
+        if (!o->watched) {
+            o->watched = 1;
+            op->refs++;
+            o->watch_next = ofi.watch;
+            ofi.watch = op;
+            __atomic_store_n(&ofi.nwatch, ofi.nwatch + 1, __ATOMIC_RELAXED);
+            MPIDI_PART_PVAR_ADD(RDMA_BUSY, 1);  /* the hook reads the queues meanwhile */
+        }
+    }
     MPIDI_PART_UNLOCK();
     if (now)
         MPIDI_PART_rdma_failed(op, -1);        /* the peer knows: not told back */
@@ -799,6 +828,12 @@ static void credit_failed(const ofi_wctx_t * c, const char *detail)
                                                                          * come in */
     if (ours)
         now = MPIDI_PART_rdma_doom_locked(op, c->iter, err);
+    /* the credit may have reached the sender all the same (a connection that broke after
+     * it went): writes of this iteration may be on their way; the sender answers the FAIL
+     * with how many of its writes landed (its COUNT), and the iteration ends when they
+     * have, or on the drain's deadline */
+    if (now && MPIDI_PART_rdma_drain_locked(op, UINT64_MAX))
+        now = 0;
     MPIDI_PART_UNLOCK();
     if (!ours) {
         MPIDI_PART_op_release(op);
@@ -1009,6 +1044,11 @@ static int ep_progress(ofi_ep_t * e)
                 ev[nev].m = w->m;
                 ev[nev].tell = 0;
                 nev++;
+            } else if (unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 7) && w && credit == NULL &&
+                       debug_fault(7, w->iter)) {
+                credit = w;     /* testing aid: a credit that went, reported failed */
+                snprintf(detail, sizeof(detail), "an error completion injected by "
+                         "MPIR_CVAR_PART_OFI_DEBUG_FAULT=7");
             } else {
                 MPL_free(w);    /* a credit's context */
             }
@@ -1068,6 +1108,58 @@ static int ep_progress(ofi_ep_t * e)
     return mpi_errno;
 }
 
+/* The watched senders (ofi_peer_failed; no lock held): one whose writes' completions have
+ * all been read (inflight 0), while no thread is inside a queue's reading (which may still
+ * be handling one of them: a reader that starts later finds none of op's), tells its
+ * receiver the final count, ends the iteration the receiver's FAIL doomed and lets op go.
+ * Ending it at the FAIL instead let the program reuse or free the send buffer under writes
+ * still in flight (part_rdma_fault -fault=credit, DEBUG_FAULT=7, over tcp;ofi_rxm: the
+ * next iteration's bytes reached the receiver) and free the operation under their
+ * completions (libfabric crashed in its completion read). */
+static void watch_progress(void)
+{
+    MPIDI_PART_op_t *list, *keep = NULL, *op;
+    if (likely(__atomic_load_n(&ofi.nwatch, __ATOMIC_RELAXED) == 0))
+        return;
+    MPIDI_PART_LOCK();
+    list = ofi.watch;
+    ofi.watch = NULL;
+    MPIDI_PART_UNLOCK();
+    while ((op = list) != NULL) {
+        list = OFIOP(op)->watch_next;
+        uint64_t inflight;
+        int64_t n = count_posted(op, &inflight);
+        int idle = inflight == 0;
+        int neps = MPL_atomic_acquire_load_int(&ofi.neps_up);
+        for (int v = 0; idle && v < neps; v++)
+            idle = MPL_atomic_acquire_load_int(&ofi.eps[v].draining) == 0;
+        if (!idle) {
+            OFIOP(op)->watch_next = keep;
+            keep = op;
+            continue;
+        }
+        if (MPIDI_PART_rdma_tell_count(op, n) != MPI_SUCCESS)
+            fprintf(stderr, "partitioned engine: rank %d could not tell rank %d how many "
+                    "writes of a failed transfer landed\n", MPIR_Process.rank, op->peer);
+        MPIDI_PART_LOCK();
+        int end = OFIOP(op)->watch_end;
+        OFIOP(op)->watch_end = 0;
+        MPIDI_PART_UNLOCK();
+        if (end)
+            MPIDI_PART_rdma_failed(op, -1);     /* the messages no write completed */
+        __atomic_fetch_sub(&ofi.nwatch, 1, __ATOMIC_RELAXED);
+        MPIDI_PART_PVAR_SUB(RDMA_BUSY, 1);
+        MPIDI_PART_op_release(op);      /* ofi_peer_failed's reference */
+    }
+    if (keep) {
+        MPIDI_PART_LOCK();
+        for (op = keep; OFIOP(op)->watch_next; op = OFIOP(op)->watch_next);
+        OFIOP(op)->watch_next = ofi.watch;
+        ofi.watch = keep;
+        MPIDI_PART_UNLOCK();
+    }
+}
+
 /* Every open endpoint's completion queue (the progress hook). */
 int MPIDI_PART_ofi_progress(void)
 {
@@ -1080,6 +1172,7 @@ int MPIDI_PART_ofi_progress(void)
         if (err && mpi_errno == MPI_SUCCESS)
             mpi_errno = err;
     }
+    watch_progress();
     return mpi_errno;
 }
 
