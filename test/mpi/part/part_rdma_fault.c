@@ -48,7 +48,8 @@
  * (MPIR_CVAR_PART_RDMA_DRAIN_MS): pvar part_rdma_drain_timeouts must stay 0. With
  * DEBUG_FAULT=5 and several writes the FAIL goes after the first error completion, while the
  * others are still in flight and fail later: the sender's COUNT message lowers the number
- * (before it, the receiver waited the whole deadline, 1 s by default, and counted one).
+ * (before it, the receiver waited the whole deadline, 1 s by default, and counted one); at
+ * the end, once no receiver drains any more (pvar part_rdma_draining 0), it is still 0.
  * Iteration K + 1 on both sides: the operations failed, so MPI_Wait returns MPI_ERR_OTHER at
  * once (no write: the buffer still holds the sentinel). Both free their requests and
  * finalize normally. With -fault=credit and K > 1 the receiver's FAIL may reach the sender
@@ -199,6 +200,7 @@ int main(int argc, char **argv)
         }
     } else if (rank == 1) {
         int failed = 0, rc;
+        unsigned long long timeouts;
         char who[64];
         MPI_Precv_init(buf, PARTS, COUNT, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
         /* the iterations before the refused one carry their data */
@@ -256,7 +258,7 @@ int main(int argc, char **argv)
         } else {
             check_untouched(buf, first ? COUNT : PARTS * COUNT, K);
         }
-        unsigned long long timeouts = pv_read("part_rdma_drain_timeouts");
+        timeouts = pv_read("part_rdma_drain_timeouts");
         if (timeouts != 0) {
             fprintf(stderr, "receiver: iteration %d ended on the drain's deadline (%llu "
                     "time(s)), not when the sender's last write that would land had\n", K,
@@ -271,6 +273,18 @@ int main(int argc, char **argv)
         check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);
         check_untouched(buf, PARTS * COUNT, K + 1);
         MPI_Request_free(&req);
+        /* a drain still waiting (its iteration ended as its writes arrived) must end on the
+         * sender's count too, not on its deadline */
+        if (pv_settle("part_rdma_draining", 0, 10.0) != 0) {
+            fprintf(stderr, "receiver: a failed iteration still waits for writes 10 s on\n");
+            errs++;
+        }
+        timeouts = pv_read("part_rdma_drain_timeouts");
+        if (timeouts != 0) {
+            fprintf(stderr, "receiver: a drain ended on its deadline (%llu time(s))\n",
+                    timeouts);
+            errs++;
+        }
     }
     free(buf);
     pv_finalize();

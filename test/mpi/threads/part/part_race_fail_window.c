@@ -50,6 +50,7 @@ static int rank, errs = 0;
 
 #include "part_watchdog.h"
 #include "part_probe_thread.h"
+#include "../../part/part_pvar.h"
 
 static unsigned char val(int round, long i)
 {
@@ -79,6 +80,8 @@ int main(int argc, char *argv[])
     MPI_Comm pcomm;
 
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    int tprovided;
+    MPI_T_init_thread(MPI_THREAD_MULTIPLE, &tprovided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (provided < MPI_THREAD_MULTIPLE) {
@@ -170,6 +173,19 @@ int main(int argc, char *argv[])
     }
 
     wd_mark(rounds, "the end");
+    /* every receiver's wait for writes ended on the sender's count, none on the deadline */
+    if (rank == 1) {
+        if (pv_settle("part_rdma_draining", 0, 10.0) != 0) {
+            fprintf(stderr, "receiver: a failed iteration still waits for writes 10 s on\n");
+            errs++;
+        }
+        unsigned long long t = pv_read("part_rdma_drain_timeouts");
+        if (t != 0) {
+            fprintf(stderr, "receiver: %llu drain(s) ended on the deadline, not on the "
+                    "sender's count\n", t);
+            errs++;
+        }
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     probe_stop();
     wd_stop();
@@ -182,6 +198,7 @@ int main(int argc, char *argv[])
     MPI_Comm_free(&pcomm);
     free(buf);
     free(snap);
+    pv_finalize();
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }

@@ -105,6 +105,9 @@ static const struct {
     [MPIDI_PART_PV_RDMA_DRAIN_TIMEOUTS] = {"part_rdma_drain_timeouts", 0,
         "Failed iterations of RDMA receivers that ended on MPIR_CVAR_PART_RDMA_DRAIN_MS "
         "rather than when the sender's writes still in flight had all landed"},
+    [MPIDI_PART_PV_RDMA_DRAINING] = {"part_rdma_draining", 1,
+        "RDMA receivers whose failed iteration waits for the sender's writes still in "
+        "flight (or for its count of them)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

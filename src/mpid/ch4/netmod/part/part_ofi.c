@@ -121,13 +121,16 @@ typedef struct MPIDI_PART_ofiop {
      * ends the iteration the FAIL doomed, if watch_end (watch_progress); engine lock */
     int watched, watch_end;
     struct MPIDI_PART_op *watch_next;
+    int snapped;                /* watch_progress: the lanes' reads counters were taken */
+    unsigned seq_snap[OFI_MAX_EPS];
     /* sender: per lane, under its endpoint lock: data writes posted over the pair's life
      * and, of those, completed with an error and completed without (count_posted). Last, a
      * 64-byte stride per lane: posting and reading completions dirty these, not the line
      * of the fields every post reads, nor another lane's. */
     struct {
         uint64_t posted, wfailed, wok;
-        uint8_t pad[40];
+        uint64_t deferred;      /* data writes waiting in the lane's queue */
+        uint8_t pad[32];
     } lane[OFI_MAX_EPS];
 } MPIDI_PART_ofiop_t;
 
@@ -176,7 +179,8 @@ typedef struct {
  * it is never taken inside the engine lock. */
 typedef struct {
     MPID_Thread_mutex_t lock;
-    MPL_atomic_int_t draining;  /* one thread reads the CQ at a time */
+    unsigned reads;             /* odd while a thread reads the CQ (one at a time), and
+                                 * handles what it read; atomic (watch_progress) */
     int up;                     /* opened (set once, under ofi.lock) */
     struct fid_ep *ep;
     struct fid_cq *cq;
@@ -257,7 +261,7 @@ void MPIDI_PART_ofi_init(void)
     for (int v = 0; v < OFI_MAX_EPS; v++) {
         MPID_Thread_mutex_create(&ofi.eps[v].lock, &err);
         MPIR_Assert(err == 0);
-        MPL_atomic_relaxed_store_int(&ofi.eps[v].draining, 0);
+        __atomic_store_n(&ofi.eps[v].reads, 0, __ATOMIC_RELAXED);
     }
     MPL_atomic_relaxed_store_int(&ofi.neps_up, 0);
 }
@@ -542,6 +546,7 @@ void MPIDI_PART_ofi_finalize(void)
 {
     int err;
     ofi.watch = NULL;   /* the engine's finalize destroyed the freed operations */
+    MPIDI_PART_PVAR_SUB(RDMA_BUSY, ofi.nwatch);
     ofi.nwatch = 0;
     for (int v = 0; v < OFI_MAX_EPS; v++) {
         ofi_pend_t *p = ofi.eps[v].pend_head;
@@ -696,7 +701,8 @@ static int op_error(MPIDI_PART_op_t * op, const char *what, const char *detail)
 
 /* Sender whose error is recorded (no lock held): the data writes it posted over the pair's
  * life, less those whose completion was an error so far; *inflight: those whose completion
- * is still to be read. No write is posted once each lane's lock has been taken here after
+ * is still to be read, and those still in a lane's queue (submit queues none once the
+ * error is set). No write is posted once each lane's lock has been taken here after
  * the error was set (post_data checks it under that lock), so only error completions read
  * later lower the count: when *inflight is 0 it is final. A write that landed although its
  * completion was an error would let the receiver stop one write early. */
@@ -708,7 +714,7 @@ static int64_t count_posted(MPIDI_PART_op_t * op, uint64_t * inflight)
     for (int v = 0; v < lanes && v < OFI_MAX_EPS; v++) {
         EP_LOCK(&ofi.eps[v]);
         n += o->lane[v].posted - o->lane[v].wfailed;    /* those will not land */
-        out += o->lane[v].posted - o->lane[v].wfailed - o->lane[v].wok;
+        out += o->lane[v].posted - o->lane[v].wfailed - o->lane[v].wok + o->lane[v].deferred;
         EP_UNLOCK(&ofi.eps[v]);
     }
     *inflight = out;
@@ -793,10 +799,11 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
         now = 0;
         if (!o->watched) {
             o->watched = 1;
+            o->snapped = 0;
             op->refs++;
             o->watch_next = ofi.watch;
             ofi.watch = op;
-            __atomic_store_n(&ofi.nwatch, ofi.nwatch + 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&ofi.nwatch, 1, __ATOMIC_RELAXED);
             MPIDI_PART_PVAR_ADD(RDMA_BUSY, 1);  /* the hook reads the queues meanwhile */
         }
     }
@@ -936,9 +943,12 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
     ssize_t rc = -FI_EAGAIN;
 
     EP_LOCK(e);
-    if (e->pend_head == NULL && e->tx_out < ofi.tx_size &&
-        !(unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 2) && m >= 0 &&
-          debug_fault(2, op->st.iter)))
+    if (m >= 0 && unlikely(MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS))
+        rc = -FI_ECANCELED;     /* the iteration failed: nothing more goes, nor waits in the
+                                 * queue (watch_progress relies on it) */
+    else if (e->pend_head == NULL && e->tx_out < ofi.tx_size &&
+             !(unlikely(MPIR_CVAR_PART_OFI_DEBUG_FAULT == 2) && m >= 0 &&
+               debug_fault(2, op->st.iter)))
         rc = post(e, &one);
     if (rc == 0) {
         e->tx_out++;
@@ -951,6 +961,8 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
             else
                 e->pend_head = p;
             e->pend_tail = p;
+            if (m >= 0)
+                OFIOP(op)->lane[e - ofi.eps].deferred++;
             MPIDI_PART_PVAR_ADD(OFI_DEFERRED, 1);
             rc = 0;
         } else {
@@ -998,7 +1010,9 @@ static int ep_progress(ofi_ep_t * e)
     ofi_wctx_t *errw = NULL, *credit = NULL;   /* an error completion; a failed credit's */
     char detail[160];
 
-    if (MPL_atomic_cas_int(&e->draining, 0, 1) != 0)
+    unsigned seq = __atomic_load_n(&e->reads, __ATOMIC_RELAXED);
+    if ((seq & 1) || !__atomic_compare_exchange_n(&e->reads, &seq, seq + 1, 0,
+                                                  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return MPI_SUCCESS;     /* another thread reads this queue */
 
     EP_LOCK(e);
@@ -1066,6 +1080,8 @@ static int ep_progress(ofi_ep_t * e)
         e->pend_head = p->next;
         if (e->pend_head == NULL)
             e->pend_tail = NULL;
+        if (p->m >= 0)
+            OFIOP(p->op)->lane[e - ofi.eps].deferred--;
         if (rc == 0) {
             e->tx_out++;
             MPL_free(p);
@@ -1086,6 +1102,8 @@ static int ep_progress(ofi_ep_t * e)
         failed = p->next;
         if (p->tell)
             tell_failure(p->op, p->m >= 0 ? p->op->st.iter : p->iter);
+        else if (p->m >= 0)
+            count_final(p->op); /* the last write of a failed iteration may be this one */
         MPIDI_PART_rdma_failed(p->op, p->m);
         MPL_free(p);
     }
@@ -1104,14 +1122,18 @@ static int ep_progress(ofi_ep_t * e)
 
     if (nremote > 0)
         mpi_errno = MPIDI_PART_rdma_deliver(imms, nremote);
-    MPL_atomic_release_store_int(&e->draining, 0);
+    __atomic_store_n(&e->reads, seq + 2, __ATOMIC_RELEASE);
     return mpi_errno;
 }
 
 /* The watched senders (ofi_peer_failed; no lock held): one whose writes' completions have
- * all been read (inflight 0), while no thread is inside a queue's reading (which may still
- * be handling one of them: a reader that starts later finds none of op's), tells its
- * receiver the final count, ends the iteration the receiver's FAIL doomed and lets op go.
+ * all been read and whose queued writes have all left the queues (inflight 0: nothing of
+ * op can be read or queued any more, its error being set), and whose readers have all
+ * handled what they read (each lane's reads counter, taken once inflight was 0, was even,
+ * or has moved on since: the reader then inside it is done; one that starts later finds
+ * nothing of op's), tells its receiver the final count, ends the iteration the receiver's
+ * FAIL doomed and lets op go. No deadline: as for any iteration, the provider reports
+ * every posted write's completion, an error one when the connection broke.
  * Ending it at the FAIL instead let the program reuse or free the send buffer under writes
  * still in flight (part_rdma_fault -fault=credit, DEBUG_FAULT=7, over tcp;ofi_rxm: the
  * next iteration's bytes reached the receiver) and free the operation under their
@@ -1127,12 +1149,19 @@ static void watch_progress(void)
     MPIDI_PART_UNLOCK();
     while ((op = list) != NULL) {
         list = OFIOP(op)->watch_next;
+        MPIDI_PART_ofiop_t *o = OFIOP(op);
         uint64_t inflight;
         int64_t n = count_posted(op, &inflight);
         int idle = inflight == 0;
         int neps = MPL_atomic_acquire_load_int(&ofi.neps_up);
-        for (int v = 0; idle && v < neps; v++)
-            idle = MPL_atomic_acquire_load_int(&ofi.eps[v].draining) == 0;
+        if (idle && !o->snapped) {
+            for (int v = 0; v < neps && v < OFI_MAX_EPS; v++)
+                o->seq_snap[v] = __atomic_load_n(&ofi.eps[v].reads, __ATOMIC_ACQUIRE);
+            o->snapped = 1;
+        }
+        for (int v = 0; idle && v < neps && v < OFI_MAX_EPS; v++)
+            idle = !(o->seq_snap[v] & 1) ||
+                __atomic_load_n(&ofi.eps[v].reads, __ATOMIC_ACQUIRE) != o->seq_snap[v];
         if (!idle) {
             OFIOP(op)->watch_next = keep;
             keep = op;
@@ -1142,8 +1171,9 @@ static void watch_progress(void)
             fprintf(stderr, "partitioned engine: rank %d could not tell rank %d how many "
                     "writes of a failed transfer landed\n", MPIR_Process.rank, op->peer);
         MPIDI_PART_LOCK();
-        int end = OFIOP(op)->watch_end;
-        OFIOP(op)->watch_end = 0;
+        int end = o->watch_end;
+        o->watch_end = 0;
+        o->watched = 0;
         MPIDI_PART_UNLOCK();
         if (end)
             MPIDI_PART_rdma_failed(op, -1);     /* the messages no write completed */
@@ -1340,6 +1370,7 @@ static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
             mpi_errno = ep_progress(&ofi.eps[0]);
         if (mpi_errno == MPI_SUCCESS)
             mpi_errno = MPIDI_PART_rdma_progress_rest();
+        watch_progress();       /* one load when no sender is watched */
     }
     *done = MPIDI_PART_st_msg_is_done(&op->st, m);
     return mpi_errno;

@@ -285,15 +285,26 @@ static void drain_unlink(MPIDI_PART_op_t * op)
         }
     }
     op->rdma->drain_to = 0;
+    op->rdma->drain_now = 0;
     op->rdma->drain_next = NULL;
     __atomic_store_n(&rdma.ndrain, rdma.ndrain - 1, __ATOMIC_RELAXED);
+    MPIDI_PART_PVAR_SUB(RDMA_DRAINING, 1);
 }
 
 int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted)
 {
     MPIDI_PART_rdmaop_t *r = op->rdma;
-    if (r->drain_to != 0)
-        return 1;       /* already waiting: the iteration ends when that is over */
+    if (r->drain_to != 0) {
+        /* already waiting (a failed credit's drain, with no count yet): the iteration ends
+         * when that is over, at the lower count (drain_progress ends it at once when that
+         * many have landed) */
+        if (!op->is_send && posted < r->drain_to) {
+            r->drain_to = posted;
+            if (r->landed >= posted)
+                r->drain_now = 1;
+        }
+        return 1;
+    }
     if (r->final_to != 0 && posted > r->final_to - 1)
         posted = r->final_to - 1;       /* the sender's COUNT came first */
     if (op->is_send || r->landed >= posted || MPIR_CVAR_PART_RDMA_DRAIN_MS <= 0)
@@ -307,6 +318,7 @@ int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted)
     rdma.draining = op;
     op->refs++; /* until the iteration has ended */
     __atomic_store_n(&rdma.ndrain, rdma.ndrain + 1, __ATOMIC_RELAXED);
+    MPIDI_PART_PVAR_ADD(RDMA_DRAINING, 1);
     return 1;
 }
 
@@ -332,10 +344,15 @@ static void drain_progress(void)
     MPIDI_PART_op_t *op = rdma.draining;
     while (op && n < 16) {
         MPIDI_PART_op_t *next = op->rdma->drain_next;
-        if (op->rdma->drain_until <= now) {
+        /* an iteration that ended by itself got every message: every write of it landed
+         * (a sender that freed its request before a failed credit's FAIL came has no one
+         * to send the count) */
+        int over = op->rdma->drain_now || !MPIDI_PART_st_is_running(&op->st);
+        if (over || op->rdma->drain_until <= now) {
+            if (!over)
+                MPIDI_PART_PVAR_ADD(RDMA_DRAIN_TIMEOUTS, 1);
             drain_unlink(op);
             due[n++] = op;
-            MPIDI_PART_PVAR_ADD(RDMA_DRAIN_TIMEOUTS, 1);
         }
         op = next;
     }

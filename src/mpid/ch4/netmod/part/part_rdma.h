@@ -39,6 +39,8 @@ typedef struct MPIDI_PART_rdmaop {
     uint64_t drain_to;          /* receiver: its failed iteration ends when landed reaches
                                  * this, or at drain_until (0: not draining; engine lock) */
     int64_t drain_until;
+    int drain_now;              /* drain_to was lowered to what has landed: end it (engine
+                                 * lock) */
     struct MPIDI_PART_op *drain_next;   /* the draining receivers (engine lock) */
     uint64_t final_to;          /* receiver: 1 + the sender's final count (its COUNT, which
                                  * may come before its FAIL); 0: none came (engine lock) */

@@ -522,6 +522,8 @@ static int tick(int64_t now)
             for (int i = 0; i < n; i++) {
                 rt.out[nout].op = op;
                 rt.out[nout++].w = w[i];
+                op->refs++;     /* until sent: an iteration a peer's FAIL doomed may end
+                                 * before its writes go (part_ofi.c, watch_progress) */
             }
             note_deadline(g);
         }
@@ -529,10 +531,11 @@ static int tick(int64_t now)
     }
     MPIDI_PART_UNLOCK();
 
-    /* the operations stay alive: their iterations wait for these writes */
     int mpi_errno = MPI_SUCCESS;
-    for (int i = 0; i < nout; i++)
+    for (int i = 0; i < nout; i++) {
         mpi_errno = send_writes(rt.out[i].op, &rt.out[i].w, 1, mpi_errno);
+        MPIDI_PART_op_release(rt.out[i].op);
+    }
     __atomic_store_n(&rt.ticking, 0, __ATOMIC_RELEASE);
     return mpi_errno;
 }
