@@ -80,8 +80,6 @@ int main(int argc, char *argv[])
     MPI_Comm pcomm;
 
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    int tprovided;
-    MPI_T_init_thread(MPI_THREAD_MULTIPLE, &tprovided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (provided < MPI_THREAD_MULTIPLE) {
@@ -93,6 +91,8 @@ int main(int argc, char *argv[])
         fprintf(stderr, "This test requires exactly two processes\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    int tprovided;
+    MPI_T_init_thread(MPI_THREAD_MULTIPLE, &tprovided);
     MTestArgList *head = MTestArgListCreate(argc, argv);
     rounds = MTestArgListGetInt_with_default(head, "rounds", 30);
     parts = MTestArgListGetInt_with_default(head, "parts", 512);

@@ -507,6 +507,9 @@ static int tick(int64_t now)
     MPIDI_PART_LOCK();
     for (MPIDI_PART_op_t * op = rt.senders; op && !full; op = op->rdma->timer->next) {
         MPIDI_PART_rtimer_t *t = op->rdma->timer;
+        int first = nout;
+        if (op->refs == 0)
+            continue;   /* its last reference went: being destroyed (it leaves the list) */
         MPID_Thread_mutex_lock(&t->lock, &err);
         for (int32_t m = 0; t->active && t->armed && m < t->ngroups; m++) {
             MPIDI_PART_tgroup_t *g = &t->g[m];
@@ -522,19 +525,21 @@ static int tick(int64_t now)
             for (int i = 0; i < n; i++) {
                 rt.out[nout].op = op;
                 rt.out[nout++].w = w[i];
-                op->refs++;     /* until sent: an iteration a peer's FAIL doomed may end
-                                 * before its writes go (part_ofi.c, watch_progress) */
             }
             note_deadline(g);
         }
         MPID_Thread_mutex_unlock(&t->lock, &err);
+        if (nout > first)
+            op->refs++; /* one per operation, until its writes went: an iteration a peer's
+                         * FAIL doomed may end before they go (part_ofi.c, watch_progress) */
     }
     MPIDI_PART_UNLOCK();
 
     int mpi_errno = MPI_SUCCESS;
     for (int i = 0; i < nout; i++) {
         mpi_errno = send_writes(rt.out[i].op, &rt.out[i].w, 1, mpi_errno);
-        MPIDI_PART_op_release(rt.out[i].op);
+        if (i + 1 == nout || rt.out[i + 1].op != rt.out[i].op)
+            MPIDI_PART_op_release(rt.out[i].op);        /* its entries are consecutive */
     }
     __atomic_store_n(&rt.ticking, 0, __ATOMIC_RELEASE);
     return mpi_errno;
