@@ -31,9 +31,10 @@ enum MPIDI_PART_msg_kind {
                                  * the observed one: the plan from then on (section 4c) */
     MPIDI_PART_MSG_EARLY,       /* receiver -> sender once, before the re-plan: MPI_Parrived
                                  * reported a partition of an iteration still under way */
-    MPIDI_PART_MSG_COUNT        /* sender -> receiver at most once, after a FAIL whose count
-                                 * of writes was not final: the final one (bytes); it may
-                                 * arrive first (another thread's active message) */
+    MPIDI_PART_MSG_COUNT        /* sender -> receiver after its FAIL whose count of writes
+                                 * was not final, or once a sender the receiver's FAIL reached
+                                 * has handled its writes: the final count (bytes; two carry
+                                 * the same); it may arrive before the sender's FAIL */
 };
 
 enum MPIDI_PART_plan_status {
@@ -150,7 +151,9 @@ typedef struct MPIDI_PART_op {
     const struct MPIDI_PART_transport *tp;      /* set with the plan */
     MPIR_Request *req;          /* the user's request; NULL once freed */
     int is_send;
-    int refs;                   /* the user's + one while a peer message may name it (lock) */
+    int refs;                   /* the user's, one while a peer message may name it, and
+                                 * those of a drain, a watch, a timer pass or a handler
+                                 * that holds it (lock) */
     int freed;                  /* the user freed the request (lock) */
     int error;                  /* mpi_errno every iteration completes with (FAILED) */
 

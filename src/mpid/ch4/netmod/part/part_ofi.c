@@ -61,9 +61,9 @@ cvars:
         partition only; the others are posted (writes of the failed iteration in flight,
         which the receiver must see land before its request completes). 7: every credit is
         posted and delivered, but its completion is reported as an error (a connection
-        that broke after the credit went): the sender writes while the receiver fails. (A wrong remote key
-        is no such test: shm and tcp;ofi_rxm in libfabric 1.17 drop such a write at the
-        target and report success to the sender.) 0: off.
+        that broke after the credit went): the sender writes while the receiver fails. (A
+        wrong remote key is no such test: shm and tcp;ofi_rxm in libfabric 1.17 drop such a
+        write at the target and report success to the sender.) 0: off.
 
     - name        : MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER
       category    : CH4_PART

@@ -81,8 +81,10 @@ int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *w
  * returned the error. A COUNT that came first lowers posted (final_to). 0: end it now. */
 int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted);
 /* No lock, sender that told its receiver a count that was not final (writes were still in
- * flight): the final count, once their completions have all been read (a COUNT message).
- * The receiver's drain then ends when that many have landed, not at its deadline. */
+ * flight), or that its receiver's FAIL reached: the final count, once its writes'
+ * completions have all been read (a COUNT message; when both apply, two with the same
+ * count). The receiver's drain then ends when that many have landed, not at its
+ * deadline. */
 int MPIDI_PART_rdma_tell_count(MPIDI_PART_op_t * op, int64_t final);
 /* A COUNT message came (op of its pair held here, if it still exists). */
 void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr);
