@@ -721,6 +721,14 @@ static int64_t count_posted(MPIDI_PART_op_t * op, uint64_t * inflight)
     return (int64_t) n;
 }
 
+/* Tell op's receiver that n of its failed iteration's writes will land (COUNT). */
+static void tell_count(MPIDI_PART_op_t * op, int64_t n)
+{
+    if (MPIDI_PART_rdma_tell_count(op, n) != MPI_SUCCESS)
+        fprintf(stderr, "partitioned engine: rank %d could not tell rank %d how many writes "
+                "of a failed transfer land\n", MPIR_Process.rank, op->peer);
+}
+
 /* Sender whose FAIL carried a count while writes were in flight (no lock held; op alive:
  * a write of its failed iteration is not done yet, or its FAIL was just sent): once every
  * completion has been read, the count is final; if it is lower than the FAIL's (writes
@@ -747,9 +755,7 @@ static void count_final(MPIDI_PART_op_t * op)
     if (!__atomic_compare_exchange_n(&o->final_told, &none, 1, 0, __ATOMIC_RELAXED,
                                      __ATOMIC_RELAXED) || n >= told)
         return;         /* another thread tells, or the FAIL's count was final */
-    if (MPIDI_PART_rdma_tell_count(op, n) != MPI_SUCCESS)
-        fprintf(stderr, "partitioned engine: rank %d could not tell rank %d the final "
-                "count of a failed transfer's writes\n", MPIR_Process.rank, op->peer);
+    tell_count(op, n);
 }
 
 /* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
@@ -1167,9 +1173,7 @@ static void watch_progress(void)
             keep = op;
             continue;
         }
-        if (MPIDI_PART_rdma_tell_count(op, n) != MPI_SUCCESS)
-            fprintf(stderr, "partitioned engine: rank %d could not tell rank %d how many "
-                    "writes of a failed transfer landed\n", MPIR_Process.rank, op->peer);
+        tell_count(op, n);
         MPIDI_PART_LOCK();
         int end = o->watch_end;
         o->watch_end = 0;

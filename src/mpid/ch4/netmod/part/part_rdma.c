@@ -291,18 +291,24 @@ static void drain_unlink(MPIDI_PART_op_t * op)
     MPIDI_PART_PVAR_SUB(RDMA_DRAINING, 1);
 }
 
+/* Engine lock held: a draining receiver learnt that at most n writes will land; the next
+ * drain_progress ends its iteration once that many have. */
+static void drain_lower(MPIDI_PART_rdmaop_t * r, uint64_t n)
+{
+    if (n < r->drain_to)
+        r->drain_to = n;
+    if (r->landed >= r->drain_to)
+        r->drain_now = 1;
+}
+
 int MPIDI_PART_rdma_drain_locked(MPIDI_PART_op_t * op, uint64_t posted)
 {
     MPIDI_PART_rdmaop_t *r = op->rdma;
     if (r->drain_to != 0) {
         /* already waiting (a failed credit's drain, with no count yet): the iteration ends
-         * when that is over, at the lower count (drain_progress ends it at once when that
-         * many have landed) */
-        if (!op->is_send && posted < r->drain_to) {
-            r->drain_to = posted;
-            if (r->landed >= posted)
-                r->drain_now = 1;
-        }
+         * when that is over, at the lower count */
+        if (!op->is_send)
+            drain_lower(r, posted);
         return 1;
     }
     if (r->final_to != 0 && posted > r->final_to - 1)
@@ -499,16 +505,22 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
     }
 }
 
+/* The fields that name op's pair in a FAIL or COUNT header. */
+static void pair_hdr(MPIDI_PART_op_t * op, int kind, MPIDI_PART_hdr_t * hdr)
+{
+    memset(hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr->kind = kind;
+    hdr->src_rank = op->comm->rank;     /* with the pair: a pair id is the other process's
+                                         * pointer, which another rank's may equal */
+    hdr->sop = op->rdma->peer_slot;
+    hdr->rop = MPIDI_PART_rdma_pair_id(op);
+}
+
 int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
                               int64_t posted)
 {
     MPIDI_PART_hdr_t hdr;
-    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
-    hdr.kind = MPIDI_PART_MSG_FAIL;
-    hdr.src_rank = op->comm->rank;      /* with the pair: a pair id is the other process's
-                                         * pointer, which another rank's may equal */
-    hdr.sop = op->rdma->peer_slot;
-    hdr.rop = MPIDI_PART_rdma_pair_id(op);
+    pair_hdr(op, MPIDI_PART_MSG_FAIL, &hdr);
     hdr.iter = iter;
     hdr.bytes = posted;
     hdr.ext_len = (int32_t) strnlen(why, MPIDI_PART_EXT_MAX - 1) + 1;
@@ -520,18 +532,13 @@ int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *w
 int MPIDI_PART_rdma_tell_count(MPIDI_PART_op_t * op, int64_t final)
 {
     MPIDI_PART_hdr_t hdr;
-    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
-    hdr.kind = MPIDI_PART_MSG_COUNT;
-    hdr.src_rank = op->comm->rank;
-    hdr.sop = op->rdma->peer_slot;
-    hdr.rop = MPIDI_PART_rdma_pair_id(op);
+    pair_hdr(op, MPIDI_PART_MSG_COUNT, &hdr);
     hdr.bytes = final;
     return MPIDI_PART_send_hdr(op, &hdr);
 }
 
 void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr)
 {
-    int end = 0;
     if (hdr->bytes < 0)
         return;
     uint64_t final = (uint64_t) hdr->bytes;
@@ -542,20 +549,10 @@ void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_rdmaop_t *r = op->rdma;
     if (!op->is_send && op->peer == hdr->src_rank) {    /* the same pair (tell_peer) */
         r->final_to = final + 1;        /* for a FAIL still to come (drain_locked) */
-        if (r->drain_to != 0) {
-            if (r->landed >= final) {
-                drain_unlink(op);       /* its reference is ours now */
-                end = 1;
-            } else if (final < r->drain_to) {
-                r->drain_to = final;
-            }
-        }
+        if (r->drain_to != 0)
+            drain_lower(r, final);
     }
     MPIDI_PART_UNLOCK();
-    if (end) {
-        MPIDI_PART_rdma_failed(op, -1);  /* every write that will land has */
-        MPIDI_PART_op_release(op);      /* the drain's reference */
-    }
     MPIDI_PART_op_release(op);
 }
 
