@@ -224,7 +224,9 @@ fi
 # 4097 bytes, and the demo must run over the RDMA transport with the file. That step shows
 # in o_s + o_r on some days and only in the round trip (0.3-0.7 us of 3) on others
 # (2026-11-29), so the tool looks for both and this run takes 15 rounds per value (no
-# longer: the launch dominates its 2 s); one attempt in four still misses it then.
+# longer: the launch dominates its 3 s). It missed it in 5 of 42 runs on 2026-11-29
+# (3 confirmations a few percent short, 2 bisections ended beside it) and in none of 40 since
+# it confirms a step of the round trip on 0.25 us and 5 % and bisects again after a miss.
 # A step of about 1 us can hide under a busy machine's noise (one run in 15 missed it here
 # before the tool confirmed its brackets again, a third of the runs with a busy loop beside
 # them; on 2026-11-28 3 attempts in a row missed libfabric shm's, before the tool measured

@@ -54,7 +54,10 @@ int MPIDI_PART_calib_step_confirmed(const MPIDI_PART_calib_pt_t * lo,
 {
     double a = MPIDI_PART_calib_step_value(lo, kind), b = MPIDI_PART_calib_step_value(hi, kind);
     if (kind == MPIDI_PART_CALIB_STEP_RTT)
-        return b >= 1.1 * a && b - a >= 0.25;
+        /* across one byte (below 64 KiB) only noise moves the round trip, by up to 0.17 us
+         * here; libfabric shm's step is 0.29-0.70 us on 2.9-3.4, a ratio of only 1.09 to
+         * 1.24 (10 % missed it in 2 of 42 runs on 2026-11-29) */
+        return b >= 1.05 * a && b - a >= 0.25;
     return b >= 1.5 * a;
 }
 
