@@ -174,7 +174,9 @@ static int decide_plan(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
      * wire message that fills the front of the receive buffer. */
     int equal = (op->peer_bytes == op->total_bytes);
     int32_t sp = equal ? op->peer_partitions : 1, rp = equal ? op->partitions : 1;
-    int32_t max_msgs = MPIDI_PART_tag_max_msgs();
+    /* over the tag transport each message holds an MPI request while it is posted */
+    int32_t max_msgs = choose_transport(op) == &MPIDI_PART_tag_transport ?
+        MPIDI_PART_tag_msgs_left() : MPIDI_PART_tag_max_msgs();
     int64_t limit = MPIDI_PART_aggr_limit(op, op->peer_bytes, sp,
                                           (int32_t) MPIDI_PART_gcd(sp, rp), max_msgs);
     int rc = MPIDI_PART_plan_make(sp, rp, op->peer_bytes, limit, max_msgs, plan);

@@ -30,6 +30,22 @@ cvars:
         takes the CTS path when a permanent block would leave less than 1/16 of the tag
         space for leases.
 
+    - name        : MPIR_CVAR_PART_TAG_MAX_REQUESTS
+      category    : CH4_PART
+      type        : int
+      default     : 65536
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        The most MPI requests the tag transport's partitioned operations hold at once in
+        one process (a request per wire message and per piece of a split one, sends and
+        receives of all operations). MPICH aborts a process that asks for more than 262144
+        requests of one pool. A receive plan merges partitions into fewer wire messages to
+        stay within what the process has left (at least one message per operation), and its
+        messages are not split into pieces that would not fit. A send whose plan would take
+        its process above three times this many fails on both sides (MPI_ERR_OTHER).
+
     - name        : MPIR_CVAR_PART_DEBUG_TAG_BITS
       category    : CH4_PART
       type        : int
@@ -122,6 +138,33 @@ void MPIDI_PART_tags_finalize(void)
 int MPIDI_PART_tag_max_msgs(void)
 {
     return 1 << MPIDI_PART_global.max_order;
+}
+
+/* The most wire messages a new receive plan may have: the requests left of
+ * MPIR_CVAR_PART_TAG_MAX_REQUESTS, at least 1. */
+int MPIDI_PART_tag_msgs_left(void)
+{
+    MPIDI_PART_LOCK();
+    int64_t left = (int64_t) MPIR_CVAR_PART_TAG_MAX_REQUESTS - MPIDI_PART_global.tag_reqs;
+    MPIDI_PART_UNLOCK();
+    int max = MPIDI_PART_tag_max_msgs();
+    return left < 1 ? 1 : left < max ? (int) left : max;
+}
+
+/* Lock held: op now holds n requests of the process's budget (a sender's count too: the
+ * receivers' plans, each within its own process's budget, may add up in one sender). */
+static void reqs_hold(MPIDI_PART_op_t * op, int32_t n)
+{
+    MPIDI_PART_global.tag_reqs += n - op->u.tag.held;
+    op->u.tag.held = n;
+}
+
+/* A sender refuses a plan that would take it above this many requests (three budgets: still
+ * below MPICH's 262144 per pool at the default), failing the operation on both sides
+ * instead of aborting in MPIR_Request_create. */
+static int64_t send_reqs_max(void)
+{
+    return 3 * (int64_t) MPIR_CVAR_PART_TAG_MAX_REQUESTS;
 }
 
 /* Lock held: a block for op (-1: none free). */
@@ -562,6 +605,12 @@ static int tag_alloc(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
     int64_t slots = MPIDI_PART_split_slots(n, op->total_bytes, t->split, t->split_max);
     if (slots > n && slots > SPLIT_SLOTS_MAX)
         t->split = 0;   /* pieces this small cost more slots than they are worth */
+    if (!op->is_send && slots > n) {
+        MPIDI_PART_LOCK();
+        if (MPIDI_PART_global.tag_reqs + slots > MPIR_CVAR_PART_TAG_MAX_REQUESTS)
+            t->split = 0;       /* the pieces' requests would not fit (the PLAN tells) */
+        MPIDI_PART_UNLOCK();
+    }
     if (t->split > 0) {
         t->pfirst = MPL_malloc(sizeof(int32_t) * (n + 1), MPL_MEM_OTHER);
         if (t->pfirst == NULL)
@@ -575,6 +624,17 @@ static int tag_alloc(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
     t->nwreq = n;
     t->nslots = (int32_t) slots;
     split_map(op, plan);
+    int32_t used = t->pfirst ? t->pfirst[n] : n;
+    int64_t held;
+    MPIDI_PART_LOCK();
+    held = MPIDI_PART_global.tag_reqs;
+    if (!op->is_send || held + used <= send_reqs_max())
+        reqs_hold(op, used);
+    MPIDI_PART_UNLOCK();
+    if (op->is_send && op->u.tag.held != used)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**parttagreqs", "**parttagreqs %d %L %L",
+                                    used, (long long) held, (long long) send_reqs_max());
     return MPI_SUCCESS;
   nomem:
     MPL_free(t->pfirst);
@@ -737,6 +797,7 @@ static void tag_free(MPIDI_PART_op_t * op)
         MPIDI_PART_global.perm_blocks--;
         t->base = -1;
     }
+    reqs_hold(op, 0);
     MPIDI_PART_UNLOCK();
     MPIDI_PART_vci_release(op);
     MPL_free(t->wreq);
@@ -756,6 +817,8 @@ static int tag_replan(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
                                     MPIDI_PART_TRANSPORT_TAG, plan->nmsgs);
     op->u.tag.cursor = 0;
     split_map(op, plan);        /* within the slots: MPIDI_PART_split_slots bounds any plan */
+    /* fewer messages: the rest of the budget is free for others */
+    reqs_hold(op, op->u.tag.pfirst ? op->u.tag.pfirst[plan->nmsgs] : plan->nmsgs);
     return MPIDI_PART_vci_remap(op, plan);
 }
 

@@ -1,0 +1,127 @@
+/*
+ * part_inactive_status.c: the status of an inactive partitioned request, and MPI_Cancel.
+ *
+ * What it asserts (maint/patches/0012):
+ * - MPI_Test on a partitioned request never started: flag true, the empty status
+ *   (MPI_ANY_SOURCE, MPI_ANY_TAG, count 0), MPI_SUCCESS; on both sides.
+ * - MPI_Cancel on an active partitioned request (after MPI_Start, before any partition
+ *   is ready): MPI_ERR_REQUEST, and the request is unchanged: its iteration then completes
+ *   with every element right.
+ * - MPI_Wait at the iteration's end: the receiver's status names the sender, the tag and
+ *   the element count. A second MPI_Test, and MPI_Wait, on the now inactive request: the
+ *   empty status again (4.0.2 repeated the last iteration's), on both sides.
+ * - Run with 2 processes.
+ */
+
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpitest.h"
+
+#define PARTS 8
+#define COUNT 16
+#define TAG 27
+
+static int rank, errs;
+
+static void check_empty(MPI_Status * st, const char *when)
+{
+    int n = -1;
+    MPI_Get_count(st, MPI_INT, &n);
+    if (st->MPI_SOURCE != MPI_ANY_SOURCE || st->MPI_TAG != MPI_ANY_TAG || n != 0) {
+        fprintf(stderr, "rank %d, %s: status source %d tag %d count %d, expected the empty "
+                "status (%d %d 0)\n", rank, when, st->MPI_SOURCE, st->MPI_TAG, n,
+                MPI_ANY_SOURCE, MPI_ANY_TAG);
+        errs++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int buf[PARTS * COUNT], flag, rc, size;
+    MPI_Request req;
+    MPI_Status st;
+
+    MTest_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) {
+        fprintf(stderr, "needs 2 processes\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    if (rank < 2) {
+        if (rank == 0)
+            MPI_Psend_init(buf, PARTS, COUNT, MPI_INT, 1, TAG, MPI_COMM_WORLD, MPI_INFO_NULL,
+                           &req);
+        else
+            MPI_Precv_init(buf, PARTS, COUNT, MPI_INT, 0, TAG, MPI_COMM_WORLD, MPI_INFO_NULL,
+                           &req);
+
+        flag = 0;
+        st.MPI_SOURCE = 77;
+        st.MPI_TAG = 77;
+        rc = MPI_Test(&req, &flag, &st);
+        if (rc != MPI_SUCCESS || !flag) {
+            fprintf(stderr, "rank %d: MPI_Test before any MPI_Start: rc %d flag %d\n", rank, rc,
+                    flag);
+            errs++;
+        }
+        check_empty(&st, "never started");
+
+        for (int i = 0; i < PARTS * COUNT; i++)
+            buf[i] = rank == 0 ? i * 3 + 1 : -1;
+        MPI_Start(&req);
+        rc = MPI_Cancel(&req);
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        if (cls != MPI_ERR_REQUEST) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, msg, &len);
+            fprintf(stderr, "rank %d: MPI_Cancel on an active partitioned request: class %d "
+                    "(%s), expected MPI_ERR_REQUEST\n", rank, cls, msg);
+            errs++;
+        }
+        if (rank == 0)
+            MPI_Pready_range(0, PARTS - 1, req);
+        rc = MPI_Wait(&req, &st);
+        if (rc != MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: MPI_Wait after the refused cancel: rc %d\n", rank, rc);
+            errs++;
+        }
+        if (rank == 1) {
+            int n = -1;
+            MPI_Get_count(&st, MPI_INT, &n);
+            if (st.MPI_SOURCE != 0 || st.MPI_TAG != TAG || n != PARTS * COUNT) {
+                fprintf(stderr, "rank 1: status source %d tag %d count %d, expected 0 %d %d\n",
+                        st.MPI_SOURCE, st.MPI_TAG, n, TAG, PARTS * COUNT);
+                errs++;
+            }
+            for (int i = 0; i < PARTS * COUNT; i++)
+                if (buf[i] != i * 3 + 1 && errs++ < 5)
+                    fprintf(stderr, "rank 1: element %d is %d, expected %d\n", i, buf[i],
+                            i * 3 + 1);
+        }
+
+        flag = 0;
+        rc = MPI_Test(&req, &flag, &st);
+        if (rc != MPI_SUCCESS || !flag) {
+            fprintf(stderr, "rank %d: MPI_Test after the iteration: rc %d flag %d\n", rank, rc,
+                    flag);
+            errs++;
+        }
+        check_empty(&st, "MPI_Test after completion");
+        rc = MPI_Wait(&req, &st);
+        if (rc != MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: second MPI_Wait: rc %d\n", rank, rc);
+            errs++;
+        }
+        check_empty(&st, "MPI_Wait after completion");
+        MPI_Request_free(&req);
+    }
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
