@@ -13,9 +13,10 @@
  * - Over the tag transport: after the first iteration the receives posted
  *   (pvar part_wire_msgs_recvd) are at most MPIR_CVAR_PART_TAG_MAX_REQUESTS plus one per
  *   operation (a plan has at least one message), and the later operations still arrive
- *   whole; with partitions large enough to be split into pieces (-count=), the pieces'
- *   requests count too (a plan whose pieces do not fit sends whole messages). The RDMA
- *   transports post no request per message (not checked there).
+ *   whole. With partitions large enough to be split into pieces (-count=; within a node
+ *   over shared memory), a plan whose pieces would not fit sends whole messages: that line
+ *   checks the data only (the pvar counts messages, not pieces). The RDMA transports post
+ *   no request per message (the count is not checked there).
  * - Run with 2 processes.
  */
 

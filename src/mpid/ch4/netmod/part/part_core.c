@@ -620,7 +620,7 @@ int MPIDI_PART_start(MPIR_Request * request)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
-    int action;
+    int action = -1;    /* -1: the iteration has not begun */
 
     MPIR_cc_set(request->cc_ptr, 1);
     direct_catch_up(op);
@@ -648,6 +648,10 @@ int MPIDI_PART_start(MPIR_Request * request)
   fn_exit:
     return mpi_errno;
   fn_fail:
+    /* an iteration that began completes, with the error: its MPI_Wait must report it (an
+     * inactive request has the empty status, maint/patches/0012) */
+    if (action != -1)
+        MPIR_Part_request_activate(request);
     goto fn_exit;
 }
 

@@ -136,7 +136,7 @@ typedef struct MPIDI_PART_tagop {
     int32_t *pfirst;            /* with splitting: wreq slot of message m's first piece, and
                                  * pfirst[nmsgs] the slots in use; NULL: slot m, one piece */
     int32_t nslots;             /* entries of wreq */
-    int32_t held;               /* receiver: requests counted in MPIDI_PART_global.tag_reqs */
+    int32_t held;               /* requests counted in MPIDI_PART_global.tag_reqs (lock) */
     MPIR_Comm **vcomm;          /* per VCI: a view of comm bound to it (part_vci.c); NULL
                                  * with one VCI in the process: messages use comm */
     struct MPIDI_PART_op *lnext;        /* receiver: in the list of lease holders */
@@ -317,8 +317,8 @@ typedef struct MPIDI_PART_global {
     int max_order;              /* the largest block (messages per plan <= 2^max_order) */
     int perm_blocks;            /* permanent blocks held */
     int perm_max;               /* MPIDI_PART_TAG_IDS, clamped */
-    int64_t tag_reqs;           /* requests the tag transport's receive plans may hold
-                                 * (MPIR_CVAR_PART_TAG_MAX_REQUESTS; lock) */
+    int64_t tag_reqs;           /* requests the tag transport's plans hold now, sends and
+                                 * receives (MPIR_CVAR_PART_TAG_MAX_REQUESTS; lock) */
     MPIDI_PART_op_t *lease_head, *lease_tail;   /* receivers waiting for a lease */
     MPIDI_PART_op_t *leased;    /* receivers holding a lease */
 } MPIDI_PART_global_t;

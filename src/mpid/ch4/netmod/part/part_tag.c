@@ -43,8 +43,12 @@ cvars:
         receives of all operations). MPICH aborts a process that asks for more than 262144
         requests of one pool. A receive plan merges partitions into fewer wire messages to
         stay within what the process has left (at least one message per operation), and its
-        messages are not split into pieces that would not fit. A send whose plan would take
-        its process above three times this many fails on both sides (MPI_ERR_OTHER).
+        messages are not split into pieces that would not fit. A plan holds its requests
+        until the operation is freed, so operations planned while the budget is used up
+        keep one message (a later re-plan only merges). A send whose plan would take its
+        process above three times this many fails with MPI_ERR_OTHER; its receiver is not
+        told (engine README, section 5). Clamped to 1..87381 (three times stays below
+        262144). A soft limit: two plans made at once may both take what is left.
 
     - name        : MPIR_CVAR_PART_DEBUG_TAG_BITS
       category    : CH4_PART
@@ -140,12 +144,20 @@ int MPIDI_PART_tag_max_msgs(void)
     return 1 << MPIDI_PART_global.max_order;
 }
 
-/* The most wire messages a new receive plan may have: the requests left of
- * MPIR_CVAR_PART_TAG_MAX_REQUESTS, at least 1. */
+/* MPIR_CVAR_PART_TAG_MAX_REQUESTS, clamped: at least 1, and three times (a sender's limit)
+ * below MPICH's 262144 requests per pool. */
+static int64_t reqs_max(void)
+{
+    int64_t v = MPIR_CVAR_PART_TAG_MAX_REQUESTS;
+    return v < 1 ? 1 : v > 87381 ? 87381 : v;
+}
+
+/* The most wire messages a new receive plan may have: the requests left of reqs_max(), at
+ * least 1 (read without reserving: a plan made at the same time may take them too). */
 int MPIDI_PART_tag_msgs_left(void)
 {
     MPIDI_PART_LOCK();
-    int64_t left = (int64_t) MPIR_CVAR_PART_TAG_MAX_REQUESTS - MPIDI_PART_global.tag_reqs;
+    int64_t left = reqs_max() - MPIDI_PART_global.tag_reqs;
     MPIDI_PART_UNLOCK();
     int max = MPIDI_PART_tag_max_msgs();
     return left < 1 ? 1 : left < max ? (int) left : max;
@@ -159,12 +171,12 @@ static void reqs_hold(MPIDI_PART_op_t * op, int32_t n)
     op->u.tag.held = n;
 }
 
-/* A sender refuses a plan that would take it above this many requests (three budgets: still
- * below MPICH's 262144 per pool at the default), failing the operation on both sides
- * instead of aborting in MPIR_Request_create. */
+/* A sender refuses a plan that would take it above this many requests (three budgets: below
+ * MPICH's 262144 per pool), failing its operation instead of aborting in
+ * MPIR_Request_create; the receiver is not told (README section 5). */
 static int64_t send_reqs_max(void)
 {
-    return 3 * (int64_t) MPIR_CVAR_PART_TAG_MAX_REQUESTS;
+    return 3 * reqs_max();
 }
 
 /* Lock held: a block for op (-1: none free). */
@@ -607,7 +619,7 @@ static int tag_alloc(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
         t->split = 0;   /* pieces this small cost more slots than they are worth */
     if (!op->is_send && slots > n) {
         MPIDI_PART_LOCK();
-        if (MPIDI_PART_global.tag_reqs + slots > MPIR_CVAR_PART_TAG_MAX_REQUESTS)
+        if (MPIDI_PART_global.tag_reqs + slots > reqs_max())
             t->split = 0;       /* the pieces' requests would not fit (the PLAN tells) */
         MPIDI_PART_UNLOCK();
     }
