@@ -225,6 +225,12 @@ static int64_t split_decide(MPIDI_PART_op_t * op)
     return MPIDI_PART_aggr_eager_limit_shm() & ~(int64_t) 63;  /* 0 below 64 bytes */
 }
 
+/* The requests nmsgs messages use: their pieces with splitting, else one each. */
+static inline int32_t reqs_of(const MPIDI_PART_tagop_t * t, int nmsgs)
+{
+    return t->pfirst ? t->pfirst[nmsgs] : nmsgs;
+}
+
 /* Lay out the pieces of plan's messages in the request slots (lock held or no other user:
  * at plan time, and between iterations at a re-plan). */
 static void split_map(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
@@ -636,7 +642,7 @@ static int tag_alloc(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
     t->nwreq = n;
     t->nslots = (int32_t) slots;
     split_map(op, plan);
-    int32_t used = t->pfirst ? t->pfirst[n] : n;
+    int32_t used = reqs_of(t, n);
     int64_t held;
     MPIDI_PART_LOCK();
     held = MPIDI_PART_global.tag_reqs;
@@ -830,7 +836,7 @@ static int tag_replan(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
     op->u.tag.cursor = 0;
     split_map(op, plan);        /* within the slots: MPIDI_PART_split_slots bounds any plan */
     /* fewer messages: the rest of the budget is free for others */
-    reqs_hold(op, op->u.tag.pfirst ? op->u.tag.pfirst[plan->nmsgs] : plan->nmsgs);
+    reqs_hold(op, reqs_of(&op->u.tag, plan->nmsgs));
     return MPIDI_PART_vci_remap(op, plan);
 }
 
