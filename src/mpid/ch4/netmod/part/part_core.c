@@ -396,6 +396,7 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
 #endif
     MPIDI_PART_LOCK();
     op->refs++;
+    op->serial = hdr.serial = ++MPIDI_PART_global.serial;
     MPIDI_PART_UNLOCK();
     mpi_errno = MPIDI_PART_send_hdr(op, &hdr);
     if (mpi_errno) {
@@ -437,21 +438,30 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     if (source == MPI_PROC_NULL)
         goto fn_exit;
 
-    /* match the announcements in MPI order: the first unexpected RTS with our key wins */
-    MPIDI_PART_inbox_t *rts = NULL, *prev = NULL;
+    /* match the announcements in MPI order: the first unexpected RTS with our key wins;
+     * those withdrawn before (section 5) are taken out on the way and answered, so that
+     * their senders go */
+    MPIDI_PART_inbox_t *rts = NULL, *prev = NULL, *gone = NULL;
     MPIDI_PART_LOCK();
-    for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.unexp_head; e; prev = e, e = e->next) {
-        if (e->hdr.context_id == op->context_id && e->hdr.src_rank == source &&
-            e->hdr.tag == tag) {
+    for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.unexp_head, *next; e; e = next) {
+        next = e->next;
+        if (e->hdr.context_id != op->context_id || e->hdr.src_rank != source ||
+            e->hdr.tag != tag) {
+            prev = e;
+            continue;
+        }
+        if (prev)
+            prev->next = next;
+        else
+            MPIDI_PART_global.unexp_head = next;
+        if (MPIDI_PART_global.unexp_tail == e)
+            MPIDI_PART_global.unexp_tail = prev;
+        if (e->hdr.status != MPIDI_PART_STATUS_FREED) {
             rts = e;
-            if (prev)
-                prev->next = e->next;
-            else
-                MPIDI_PART_global.unexp_head = e->next;
-            if (MPIDI_PART_global.unexp_tail == e)
-                MPIDI_PART_global.unexp_tail = prev;
             break;
         }
+        e->next = gone;
+        gone = e;
     }
     op->refs++; /* the posted queue's, or the matching's */
     if (rts) {
@@ -466,6 +476,24 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     }
     MPIDI_PART_UNLOCK();
 
+    while (gone) {
+        /* the withdrawn sender waits for one PLAN (the same process as our peer) */
+        MPIDI_PART_inbox_t *g = gone;
+        gone = g->next;
+        MPIDI_PART_hdr_t *ans = &g->hdr;
+        uint64_t sop = ans->sop;
+        uint32_t serial = ans->serial;
+        memset(ans, 0, offsetof(MPIDI_PART_hdr_t, ext));
+        ans->kind = MPIDI_PART_MSG_PLAN;
+        ans->sop = sop;
+        ans->serial = serial;
+        ans->status = MPIDI_PART_STATUS_FREED;
+        ans->timer_ns = -1;
+        /* not this receive's error: a failed answer leaves that sender's operation until
+         * MPI_Finalize, as before the withdrawal */
+        (void) MPIDI_PART_send_hdr(op, ans);
+        MPL_free(g);
+    }
     if (rts) {
         MPL_free(rts);
         mpi_errno = MPIDI_PART_match_posted(op);
@@ -486,14 +514,16 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
  * no message of its last iteration in the polling list. Nothing but its own MPI calls writes
  * its state then: the hook changes an operation's state only while its plan, CTS or lease is
  * awaited and at its re-plan (in MPI_Start, below; a receiver's LAYOUT comes before the
- * re-plan's iteration), and the RDMA backends' peer failures do not apply. Its iteration
- * begins without the engine lock. */
+ * re-plan's iteration), and the RDMA backends' peer failures do not apply; a sender's
+ * WITHDRAW only sets op->refused, which sends the next start here. Its iteration begins
+ * without the engine lock. */
 static inline int steady_tag(MPIDI_PART_op_t * op)
 {
     if (MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)
         return 0;
     return op->tp == &MPIDI_PART_tag_transport && op->u.tag.permanent &&
-        !MPIDI_PART_replan_ahead(op) && !MPL_atomic_acquire_load_int(&op->in_poll);
+        !MPIDI_PART_replan_ahead(op) && !MPL_atomic_acquire_load_int(&op->in_poll) &&
+        !__atomic_load_n(&op->refused, __ATOMIC_RELAXED);
 }
 
 /* A receiver whose last iteration completed directly (its wire receive decremented the
@@ -559,6 +589,15 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         op->tp->iter_reset(op);
     MPIDI_PART_LOCK();
     unpoll(op); /* the hook no longer looks at the previous iteration's messages */
+    /* its sender withdrew before this iteration (section 5): this and every later one
+     * fail at once */
+    if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_RELAXED)) &&
+        op->st.iter + 1 >= op->refused_from &&
+        (MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED ||
+         MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_UNPLANNED)) {
+        MPIDI_PART_refused_error(op);
+        MPIDI_PART_st_fail(&op->st);
+    }
     /* a receiver's match may clear replan_iter (atomically, outside the lock) and set
      * op->tp (under it) while this start runs (ThreadSanitizer, part_race_cts_start): both
      * are read here once, under the lock */
@@ -639,9 +678,21 @@ int MPIDI_PART_start(MPIR_Request * request)
     if (action == MPIDI_PART_START_COMPLETE) {
         MPIDI_PART_set_status(op);
         MPIR_cc_set(request->cc_ptr, 0);
+#ifdef MPIDI_CH4_PART_RDMA
+        if (unlikely(op->rdma != NULL))
+            MPIDI_PART_rdma_idle(op);   /* nothing in flight: the hook need not read the
+                                         * queues for it (a failed operation) */
+#endif
     } else if (action == MPIDI_PART_START_RUN && !op->is_send) {
         mpi_errno = op->tp->recv_arm(op);
         MPIR_ERR_CHECK(mpi_errno);
+        /* the sender's WITHDRAW, handled while we armed: the hook may have missed receives
+         * we posted, so end the iteration here (the fence pairs with the hook's, section 5;
+         * an RDMA receiver's start and the hook's doom are serialised by the lock) */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_RELAXED)) &&
+            op->tp == &MPIDI_PART_tag_transport)
+            MPIDI_PART_tag_refuse(op);
     }
     MPIR_Part_request_activate(request);
 
@@ -791,6 +842,7 @@ static int early_arrival(MPIDI_PART_op_t * op)
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_EARLY;
     hdr.sop = op->sop;
+    hdr.serial = op->serial;
     hdr.timer_ns = -1;
     return MPIDI_PART_send_hdr(op, &hdr);
 }
@@ -847,6 +899,11 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     }
 
   fn_arrived:
+    /* a sender that withdrew before this iteration: the partition's receive was cancelled,
+     * not arrived */
+    if (*flag && unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) &&
+        op->st.iter >= op->refused_from && mpi_errno == MPI_SUCCESS)
+        mpi_errno = op->error;  /* set before the iteration ended (under the lock) */
 #ifdef MPIDI_CH4_PART_RDMA
     /* over RDMA a partition of a failed iteration counts as done, but it never arrived: say
      * so (the error MPI_Wait will return), not "arrived" */
@@ -877,7 +934,15 @@ void MPIDI_PART_request_free(MPIR_Request * request)
     unpoll(op);
     op->freed = 1;
     const MPIDI_PART_transport_t *tp = op->tp;
+    /* a send tells its receive how many iterations it started: one started beyond them,
+     * or any before the PLAN came, must not wait for it (section 5); a failed one's peer
+     * knows, an EMPTY one's sends nothing anyway */
+    int state = MPIDI_PART_st_get_state(&op->st);
+    int withdraw = op->is_send && op->peer != MPI_PROC_NULL &&
+        (state == MPIDI_PART_ST_PLANNED || state == MPIDI_PART_ST_UNPLANNED);
     MPIDI_PART_UNLOCK();
+    if (withdraw)       /* MPI_Request_free reports no error: none to act on */
+        MPIDI_PART_send_withdraw(op, MPIDI_PART_STATUS_FREED, op->st.iter);
     if (tp)
         tp->iter_reset(op);
     MPIDI_PART_LOCK();

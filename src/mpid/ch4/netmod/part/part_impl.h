@@ -31,10 +31,14 @@ enum MPIDI_PART_msg_kind {
                                  * the observed one: the plan from then on (section 4c) */
     MPIDI_PART_MSG_EARLY,       /* receiver -> sender once, before the re-plan: MPI_Parrived
                                  * reported a partition of an iteration still under way */
-    MPIDI_PART_MSG_COUNT        /* sender -> receiver after its FAIL whose count of writes
+    MPIDI_PART_MSG_COUNT,       /* sender -> receiver after its FAIL whose count of writes
                                  * was not final, or once a sender the receiver's FAIL reached
                                  * has handled its writes: the final count (bytes; two carry
                                  * the same); it may arrive before the sender's FAIL */
+    MPIDI_PART_MSG_WITHDRAW     /* sender -> receiver: this send sends nothing more: freed
+                                 * after bytes iterations (status FREED; 0: before its PLAN
+                                 * came), or unable to use the PLAN (status ERROR, bytes 0);
+                                 * names the RTS by sop, serial, src_rank and context_id */
 };
 
 enum MPIDI_PART_plan_status {
@@ -95,6 +99,9 @@ typedef struct MPIDI_PART_hdr {
     uint32_t iter;              /* CTS: the receiver's iteration (1, 2, ...); PLAN: the
                                  * iteration the sender observes before re-planning (0: none);
                                  * LAYOUT: the first iteration of the new plan */
+    uint32_t serial;            /* with sop: the sender's serial number of its RTS, echoed in
+                                 * PLAN and CTS and sent in WITHDRAW (sop alone may name an
+                                 * earlier operation at the same address) */
     int32_t choice;             /* RTS: the sender's enum MPIDI_PART_choice */
     int32_t contig;             /* RTS: the sender's buffer is one contiguous run */
     int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
@@ -140,6 +147,9 @@ typedef struct MPIDI_PART_tagop {
     MPIR_Comm **vcomm;          /* per VCI: a view of comm bound to it (part_vci.c); NULL
                                  * with one VCI in the process: messages use comm */
     struct MPIDI_PART_op *lnext;        /* receiver: in the list of lease holders */
+    uint32_t refuse_iter;       /* receiver whose sender withdrew: the iteration whose
+                                 * receives are being cancelled, and the slots below */
+    int32_t refuse_upto;        /* refuse_upto taken for it (lock; MPIDI_PART_tag_refuse) */
 } MPIDI_PART_tagop_t;
 
 /* ---- the operation ------------------------------------------------------------------------ */
@@ -157,6 +167,12 @@ typedef struct MPIDI_PART_op {
                                  * that holds it (lock) */
     int freed;                  /* the user freed the request (lock) */
     int error;                  /* mpi_errno every iteration completes with (FAILED) */
+    uint32_t serial;            /* sender: its RTS's serial; receiver: the matched RTS's */
+    int refused;                /* receiver: its sender withdrew (WITHDRAW): the status it
+                                 * gave (FREED or ERROR); every iteration from refused_from on
+                                 * fails (MPIDI_PART_refused_error); 0: none (atomic, set
+                                 * under the lock after refused_from) */
+    uint32_t refused_from;      /* receiver: the first iteration the sender never started */
 
     /* links (lock) */
     struct MPIDI_PART_op *all_next, *all_prev;  /* all operations */
@@ -319,6 +335,7 @@ typedef struct MPIDI_PART_global {
     int perm_max;               /* MPIDI_PART_TAG_IDS, clamped */
     int64_t tag_reqs;           /* requests the tag transport's plans hold now, sends and
                                  * receives (MPIR_CVAR_PART_TAG_MAX_REQUESTS; lock) */
+    uint32_t serial;            /* RTSs sent (their serial numbers; lock) */
     MPIDI_PART_op_t *lease_head, *lease_tail;   /* receivers waiting for a lease */
     MPIDI_PART_op_t *leased;    /* receivers holding a lease */
 } MPIDI_PART_global_t;
@@ -364,6 +381,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_LOGGP_CALIB_US,
     MPIDI_PART_PV_RDMA_DRAIN_TIMEOUTS,
     MPIDI_PART_PV_RDMA_DRAINING,
+    MPIDI_PART_PV_WITHDRAWN,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -414,6 +432,12 @@ int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr);
  * NULL): the sender's LAYOUT if it came, else the start is deferred until it comes. */
 int MPIDI_PART_replan_locked(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan);
 int MPIDI_PART_send_layout(MPIDI_PART_op_t * op);
+/* Sender, no lock: tell the receiver that this send sends nothing more after iters
+ * iterations (WITHDRAW, status FREED or ERROR; engine README section 5) */
+int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, uint32_t iters);
+/* Lock held, a receiver whose sender withdrew, failing: sets op->error (made only now: a
+ * correct program's WITHDRAW makes no error code) unless it has one; returns it */
+int MPIDI_PART_refused_error(MPIDI_PART_op_t * op);
 
 /* Monotonic clock in ns (the observed iteration's MPI_Pready times, the timer's deadlines). */
 static inline int64_t MPIDI_PART_now_ns(void)
@@ -448,6 +472,10 @@ void MPIDI_PART_tags_finalize(void);
 int MPIDI_PART_tag_handshake(void);     /* lease hand-out (progress hook) */
 int MPIDI_PART_tag_max_msgs(void);
 int MPIDI_PART_tag_msgs_left(void);
+/* No lock, a receiver whose sender withdrew (op->refused set): end its running iteration
+ * with the error if the sender never started it (cancel the receives it posted, or leave
+ * the lease queue) */
+void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op);
 
 /* ---- part_rdma.c: the RDMA transport (backends part_ofi.c, part_verbs.c) ---------------- */
 #ifdef MPIDI_CH4_PART_RDMA

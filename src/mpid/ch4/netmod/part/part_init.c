@@ -108,6 +108,9 @@ static const struct {
     [MPIDI_PART_PV_RDMA_DRAINING] = {"part_rdma_draining", 1,
         "RDMA receivers whose failed iteration waits for the sender's writes still in "
         "flight (or for its count of them)"},
+    [MPIDI_PART_PV_WITHDRAWN] = {"part_withdrawn", 0,
+        "Withdrawals of announced sends that reached this process: the sender freed its "
+        "request before the plan came, or could not use the plan (engine README, section 5)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -78,6 +78,7 @@ void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
     op->peer_bytes = rts->bytes;
     op->peer_choice = rts->choice;
     op->peer_contig = rts->contig;
+    op->serial = rts->serial;
     if (rts->ext_len > 0) {
         op->rts_ext = MPL_malloc(rts->ext_len, MPL_MEM_OTHER);
         if (op->rts_ext) {      /* without it, the tag transport */
@@ -208,6 +209,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     memset(hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr->kind = MPIDI_PART_MSG_PLAN;
     hdr->sop = op->sop;
+    hdr->serial = op->serial;
     hdr->bytes = op->total_bytes;
     hdr->timer_ns = -1;
 
@@ -287,9 +289,17 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     }
 
     MPIDI_PART_LOCK();
+    int refused = __atomic_load_n(&op->refused, __ATOMIC_RELAXED);
     if (op->freed) {
         /* freed while we planned: nothing is ever sent; release the sender */
         status = MPIDI_PART_STATUS_FREED;
+    } else if (refused && status == MPIDI_PART_STATUS_OK) {
+        /* the sender withdrew while we planned, before its PLAN came (refused_from 1;
+         * handle_withdraw failed the state and ended an iteration started before): no
+         * iteration of it will come */
+        MPIDI_PART_refused_error(op);
+        status = MPIDI_PART_STATUS_ERROR;
+        complete = MPIDI_PART_st_fail(&op->st);
     } else if (status == MPIDI_PART_STATUS_OK) {
         op->tp = tp;
         began = op->st.started_unplanned;
@@ -300,7 +310,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         complete = MPIDI_PART_st_fail(&op->st);
     }
     MPIDI_PART_UNLOCK();
-    if (status == MPIDI_PART_STATUS_FREED && tp) {
+    if ((status == MPIDI_PART_STATUS_FREED || refused) && tp) {
         op->tp = tp;    /* released with the op */
     }
 
@@ -388,6 +398,10 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
 #endif
     MPIDI_PART_LOCK();
     op->tp = tp;
+    /* a plan we cannot use: the receiver's iterations would wait for us (section 5); one
+     * freed before has sent its WITHDRAW already */
+    int refuse = hdr->status == MPIDI_PART_STATUS_OK && status != MPIDI_PART_STATUS_OK &&
+        !op->freed;
     if (tp && tp->replan && hdr->iter > 0 && hdr->timer_ns >= 0) {
         /* observe iteration hdr->iter, then re-plan (section 4c) */
         op->rop = hdr->rop;
@@ -445,12 +459,17 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
     }
     if (complete)
         MPIDI_PART_complete_iteration(op);
+    if (refuse) {       /* the handshake's reference keeps op */
+        mpi_errno = MPIDI_PART_send_withdraw(op, MPIDI_PART_STATUS_ERROR, 0);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
     /* the CTSs that came before this PLAN, in their order (MPIDI_PART_handshake) */
     for (int i = 0; i < op->early_ncts && tp && tp->ctl; i++) {
         MPIDI_PART_hdr_t cts;
         memset(&cts, 0, offsetof(MPIDI_PART_hdr_t, ext));
         cts.kind = MPIDI_PART_MSG_CTS;
         cts.sop = hdr->sop;
+        cts.serial = hdr->serial;
         cts.iter = op->early_cts_iter[i];
         cts.ext_len = (int32_t) sizeof(op->early_cts_ext[i]);
         memcpy(cts.ext, op->early_cts_ext[i], sizeof(op->early_cts_ext[i]));
@@ -574,6 +593,121 @@ static int handle_layout(const MPIDI_PART_hdr_t * hdr)
     return mpi_errno;
 }
 
+/* ---- a send that sends nothing (README section 5) -------------------------------------- */
+
+int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, uint32_t iters)
+{
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_WITHDRAW;
+    hdr.src_rank = op->comm->rank;
+    hdr.tag = op->tag;
+    hdr.context_id = op->comm->context_id;      /* as in the RTS */
+    hdr.sop = (uint64_t) (uintptr_t) op;
+    hdr.serial = op->serial;
+    hdr.status = status;
+    hdr.bytes = iters;
+    hdr.timer_ns = -1;
+    return MPIDI_PART_send_hdr(op, &hdr);
+}
+
+int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
+{
+    if (op->error != MPI_SUCCESS)
+        return op->error;
+    uint32_t iters = op->refused_from - 1;
+    if (op->refused == MPIDI_PART_STATUS_FREED && iters == 0)
+        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_REQUEST, "**partsendfreed",
+                                         "**partsendfreed %d %d", op->peer, op->tag);
+    else if (op->refused == MPIDI_PART_STATUS_FREED)
+        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_REQUEST, "**partsendfreedafter",
+                                         "**partsendfreedafter %d %d %L", op->peer, op->tag,
+                                         (long long) iters);
+    else
+        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_OTHER, "**partsendrefused",
+                                         "**partsendrefused %d %d", op->peer, op->tag);
+    return op->error;
+}
+
+/* Receiver: a sender's WITHDRAW (no lock held). Its RTS still unmatched is marked, and
+ * the receive that meets it answers it and passes on (MPIDI_PART_precv_init). A matched
+ * receive fails from the first iteration the sender never started on: one of those under
+ * way ends now (the tag transport cancels its posted receives, an RDMA receiver's
+ * iterations are doomed from there as by a FAIL), a later one completes at its MPI_Start
+ * (part_core.c, start_locked). Earlier iterations are untouched: their messages were sent.
+ * A receive with nothing to transfer (EMPTY) needs none and is left alone. */
+static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
+{
+    MPIDI_PART_op_t *op = NULL;
+    int complete = 0, doom = 0, tag_end = 0, found = 0;
+
+    if (hdr->bytes < 0 || hdr->bytes >= UINT32_MAX || hdr->status == MPIDI_PART_STATUS_OK)
+        return;
+    MPIDI_PART_LOCK();
+    for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.unexp_head; e; e = e->next) {
+        if (e->hdr.context_id == hdr->context_id && e->hdr.src_rank == hdr->src_rank &&
+            e->hdr.sop == hdr->sop && e->hdr.serial == hdr->serial) {
+            e->hdr.status = MPIDI_PART_STATUS_FREED;
+            found = 1;
+            break;
+        }
+    }
+    for (op = found ? NULL : MPIDI_PART_global.all; op; op = op->all_next)
+        if (!op->is_send && op->peer == hdr->src_rank && op->context_id == hdr->context_id &&
+            op->sop == hdr->sop && op->serial == hdr->serial && op->refs > 0)
+            break;
+    int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
+    if (op && !op->freed && !op->refused &&
+        (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
+        uint32_t from = (uint32_t) hdr->bytes + 1;
+        found = 1;
+        op->refused_from = from;
+        __atomic_store_n(&op->refused, hdr->status == MPIDI_PART_STATUS_FREED ?
+                         MPIDI_PART_STATUS_FREED : MPIDI_PART_STATUS_ERROR, __ATOMIC_SEQ_CST);
+        uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
+        if (state == MPIDI_PART_ST_UNPLANNED) {
+            /* its plan is being made (MPIDI_PART_match_posted sees the refusal), or a
+             * re-plan's LAYOUT is awaited: a start that waits for either, of an iteration
+             * the sender never started, ends now */
+            if (op->st.started_unplanned && iter >= from) {
+                MPIDI_PART_refused_error(op);
+                complete = MPIDI_PART_st_fail(&op->st);
+            }
+#ifdef MPIDI_CH4_PART_RDMA
+        } else if (op->rdma && op->tp == op->rdma->tp) {
+            /* one under way ends now (its MPI_Start and this lock exclude each other);
+             * later ones at their MPI_Start */
+            if (MPIDI_PART_st_is_running(&op->st) && iter >= from)
+                doom = MPIDI_PART_rdma_doom_locked(op, from, MPIDI_PART_refused_error(op));
+#endif
+        } else if (op->tp == &MPIDI_PART_tag_transport) {
+            tag_end = 1;
+        }
+        if (complete || doom || tag_end)
+            op->refs++;
+    } else {
+        op = NULL;
+    }
+    MPIDI_PART_UNLOCK();
+    if (found)
+        MPIDI_PART_PVAR_ADD(WITHDRAWN, 1);
+    if (op == NULL)
+        return;
+    if (tag_end)
+        MPIDI_PART_tag_refuse(op);
+    if (complete)
+        MPIDI_PART_complete_iteration(op);
+#ifdef MPIDI_CH4_PART_RDMA
+    if (doom)
+        MPIDI_PART_rdma_failed(op, -1); /* the sender knows: not told back */
+#endif
+    if (complete || doom || tag_end)
+        MPIDI_PART_op_release(op);
+}
+
 /* Receiver: an RTS arrived (takes e). */
 static int handle_rts(MPIDI_PART_inbox_t * e)
 {
@@ -613,11 +747,14 @@ static int handle_rts(MPIDI_PART_inbox_t * e)
     return mpi_errno;
 }
 
-/* A peer's message names one of our operations: check that it is one. */
+/* A peer's message names one of our operations: check that it is one, and the one its RTS
+ * announced (a late CTS for a freed send must not reach a new send at the same address:
+ * part_withdraw's freed, armed receive with leases per iteration). */
 static MPIDI_PART_op_t *named_op(const MPIDI_PART_hdr_t * hdr)
 {
     MPIDI_PART_op_t *op = (MPIDI_PART_op_t *) (uintptr_t) hdr->sop;
-    return (op && op->magic == MPIDI_PART_OP_MAGIC && op->is_send) ? op : NULL;
+    return (op && op->magic == MPIDI_PART_OP_MAGIC && op->is_send &&
+            op->serial == hdr->serial) ? op : NULL;
 }
 
 /* The engine's handshake work: queued messages and the transports' own (no re-entry, one
@@ -682,9 +819,13 @@ int MPIDI_PART_handshake(void)
                 /* the live sender it names (it may have been freed since) */
                 MPIDI_PART_LOCK();
                 for (op = MPIDI_PART_global.all; op; op = op->all_next)
-                    if ((uint64_t) (uintptr_t) op == e->hdr.sop && op->is_send)
+                    if ((uint64_t) (uintptr_t) op == e->hdr.sop && op->is_send &&
+                        op->serial == e->hdr.serial)
                         __atomic_store_n(&op->early, 1, __ATOMIC_RELAXED);
                 MPIDI_PART_UNLOCK();
+                break;
+            case MPIDI_PART_MSG_WITHDRAW:
+                handle_withdraw(&e->hdr);
                 break;
 #ifdef MPIDI_CH4_PART_RDMA
             case MPIDI_PART_MSG_FAIL:

@@ -46,8 +46,8 @@ cvars:
         messages are not split into pieces that would not fit. A plan holds its requests
         until the operation is freed, so operations planned while the budget is used up
         keep one message (a later re-plan only merges). A send whose plan would take its
-        process above three times this many fails with MPI_ERR_OTHER; its receiver is not
-        told (engine README, section 5). Clamped to 1..87381 (three times stays below
+        process above three times this many fails with MPI_ERR_OTHER, and so does its
+        receive (engine README, section 5). Clamped to 1..87381 (three times stays below
         262144). A soft limit: two plans made at once may both take what is left.
 
     - name        : MPIR_CVAR_PART_DEBUG_TAG_BITS
@@ -173,7 +173,7 @@ static void reqs_hold(MPIDI_PART_op_t * op, int32_t n)
 
 /* A sender refuses a plan that would take it above this many requests (three budgets: below
  * MPICH's 262144 per pool), failing its operation instead of aborting in
- * MPIR_Request_create; the receiver is not told (README section 5). */
+ * MPIR_Request_create; it tells its receive, which fails too (README section 5). */
 static int64_t send_reqs_max(void)
 {
     return 3 * reqs_max();
@@ -446,6 +446,7 @@ static int send_cts(MPIDI_PART_op_t * op, uint32_t iter, int64_t base)
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_CTS;
     hdr.sop = op->sop;
+    hdr.serial = op->serial;
     hdr.iter = iter;
     hdr.ext_len = sizeof(base);
     memcpy(hdr.ext, &base, sizeof(base));
@@ -463,6 +464,12 @@ static int tag_recv_arm(MPIDI_PART_op_t * op)
 
     MPIDI_PART_LOCK();
     iter = op->st.iter;
+    if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_RELAXED)) &&
+        iter >= op->refused_from) {
+        /* its sender never started it: no lease (its MPI_Start ends it, section 5) */
+        MPIDI_PART_UNLOCK();
+        goto fn_exit;
+    }
     t->base = block_get(op);
     if (t->base >= 0) {
         t->lnext = MPIDI_PART_global.leased;
@@ -491,6 +498,82 @@ static int tag_recv_arm(MPIDI_PART_op_t * op)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* A receiver whose sender withdrew (part_match.c, handle_withdraw; README section 5): if
+ * the running iteration is one the sender never started, none of its messages will come, so
+ * it ends here, with the refusal's error. Its posted receives are cancelled: each completes,
+ * and the poll, or with direct completion the request's own counter, ends the iteration.
+ * One still waiting for a lease leaves the queue with every message marked done. Called by
+ * the hook once the refusal is set and by the MPI_Start that armed the iteration when it
+ * saw the refusal only after arming (part_core.c): a fence on each side makes sure that one
+ * of them sees every receive posted. Each slot is cancelled by one of them only (refuse_iter
+ * and refuse_upto, under the lock; receives are posted in slot order): with direct
+ * completion the first cancel may complete the request, and the program start the next
+ * iteration or free the request, before a second one would run. The slots below the first
+ * empty one may be read without the thread that posts them: an iteration the sender never
+ * started cannot end (and its slots be reset) before its receives are cancelled. */
+void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    MPIR_Request *reqs[64];
+    int n, end = 0;
+
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);    /* the refusal, then the slots */
+    do {
+        n = 0;
+        MPIDI_PART_LOCK();
+        uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
+        if (op->tp == &MPIDI_PART_tag_transport && op->refused && iter >= op->refused_from &&
+            MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED &&
+            MPIDI_PART_st_is_running(&op->st)) {
+            MPIDI_PART_refused_error(op);
+            if (t->refuse_iter != iter) {
+                t->refuse_iter = iter;
+                t->refuse_upto = 0;
+            }
+            if (!t->permanent && t->base < 0) {
+                /* no lease: out of the queue, or never queued (tag_recv_arm) */
+                MPIDI_PART_op_t *w, *prev = NULL;
+                for (w = MPIDI_PART_global.lease_head; w && w != op; prev = w, w = w->next);
+                if (w) {
+                    if (prev)
+                        prev->next = w->next;
+                    else
+                        MPIDI_PART_global.lease_head = w->next;
+                    if (MPIDI_PART_global.lease_tail == w)
+                        MPIDI_PART_global.lease_tail = prev;
+                }
+                end = t->refuse_upto == 0;      /* once */
+                t->refuse_upto = 1;
+            } else if (t->wreq) {
+                int32_t ns = reqs_of(t, op->st.nmsgs);
+                while (t->refuse_upto < ns && n < 64) {
+                    MPIR_Request *r = __atomic_load_n(&t->wreq[t->refuse_upto], __ATOMIC_ACQUIRE);
+                    if (r == NULL)
+                        break;  /* not posted yet: its poster cancels the rest */
+                    MPIR_Request_add_ref(r);
+                    reqs[n++] = r;
+                    t->refuse_upto++;
+                }
+                if (n > 0) {
+                    /* with direct completion the cancel completes the request: the status
+                     * first (direct_arm set it before the slot was published) */
+                    MPIDI_PART_set_status(op);
+                    MPL_atomic_relaxed_store_int(&MPIDI_PART_global.poll_force, 1);
+                }
+            }
+        }
+        MPIDI_PART_UNLOCK();
+        for (int i = 0; i < n; i++) {
+            MPID_Cancel_recv(reqs[i]);  /* an error leaves it posted: nothing better to do */
+            MPIR_Request_free(reqs[i]);
+        }
+        if (n > 0)
+            MPIDI_PART_poke_progress(); /* the poll runs again */
+    } while (n == 64);
+    for (int m = 0; end && m < op->st.nmsgs; m++)
+        MPIDI_PART_msg_done(op, m);
 }
 
 /* Progress hook, no lock: return the leases of finished iterations and hand free blocks
@@ -792,7 +875,7 @@ static void tag_iter_reset(MPIDI_PART_op_t * op)
         for (int m = 0; m < t->nslots; m++) {   /* a re-plan may have fewer messages now */
             MPIR_Request *r = t->wreq[m];
             if (r) {
-                t->wreq[m] = NULL;
+                __atomic_store_n(&t->wreq[m], NULL, __ATOMIC_RELAXED);
                 MPIR_Request_free(r);
             }
         }
