@@ -4,9 +4,14 @@
  * these receives waited for ever.
  *
  * - retry: rank 1's MPI_Precv_init fails (a bad info value), rank 0 frees its unstarted send
- *   and both retry on the same tag: once the withdrawal has reached rank 1 (pvar
- *   part_withdrawn), the new receive must meet the new send, not the freed one's
- *   announcement; -iters iterations, data checked.
+ *   and both retry on the same tag. Once the withdrawal has reached rank 1 (pvar
+ *   part_withdrawn), rank 1's next receive, in MPI order the freed send's, fails at its
+ *   MPI_Start with MPI_ERR_REQUEST (it waited for ever before); the one after meets rank
+ *   0's new send: -iters iterations, data checked.
+ * - ahead: rank 0 runs -iters iterations and frees its send; rank 1 runs its -iters
+ *   iterations only after the withdrawal came (tag transport with permanent tags, where
+ *   the sender need not wait for the receiver; interleaved otherwise): all must succeed
+ *   with their data, and only the one after fails.
  * - freed: rank 1's receive has matched rank 0's send, which rank 0 frees after 0 or
  *   -iters iterations (those carry their data). Rank 1's next MPI_Start, after the
  *   withdrawal came, completes at once with MPI_ERR_REQUEST; so does the one after.
@@ -167,11 +172,24 @@ static void scenario_retry(MPI_Comm comm, int iters)
         MPI_Info_free(&info);
     }
     MPI_Barrier(comm);
-    if (rank == 0)
+    if (rank == 0) {
         MPI_Request_free(&req);
-    else
+    } else {
+        /* the withdrawal marks the unmatched announcement; the next receive with its key
+         * is, in MPI order, the freed send's: it fails at its first MPI_Start */
         wait_pvar("part_withdrawn", w0, "retry: the withdrawal");
-    run_pair(comm, tag, 1, iters, "retry: second pair");
+        for (int i = 0; i < parts * COUNT; i++)
+            sbuf[i] = SENTINEL;
+        check_class(MPI_Precv_init(sbuf, parts, COUNT, MPI_INT, 0, tag, comm, MPI_INFO_NULL,
+                                   &req), MPI_SUCCESS, "retry: second receive");
+        MPI_Start(&req);
+        check_class(complete(&req, "retry: second receive"), MPI_ERR_REQUEST,
+                    "retry: second receive (the freed send's)");
+        check_sentinel(sbuf, parts * COUNT, "retry: second receive");
+        MPI_Request_free(&req);
+    }
+    /* the third receive meets the second send */
+    run_pair(comm, tag, 1, iters, "retry: second send, third receive");
 }
 
 /* Rank 1 until its receives of the running iteration are posted (tag transport: the pvar
@@ -266,6 +284,54 @@ static void scenario_freed(MPI_Comm comm, int sc, int after, int armed, int earl
     /* every later iteration fails too, at once */
     MPI_Start(&req);
     check_class(complete(&req, what), MPI_ERR_REQUEST, "the iteration after");
+    check_sentinel(buf, n, what);
+    MPI_Request_free(&req);
+}
+
+/* The sender ahead: see the header. */
+static void scenario_ahead(MPI_Comm comm, int sc, int iters)
+{
+    static int buf[MAXP * COUNT];
+    const int tag = 40 + sc;
+    const char *what = "ahead";
+    MPI_Request req;
+    int n = parts * COUNT, err;
+    unsigned long long w0 = pv_read("part_withdrawn");
+    /* without a credit per iteration the sender can finish before the receiver starts */
+    int free_run = !rdma_forced() && cv_read_int("MPIR_CVAR_PART_TAG_IDS") > 0;
+
+    if (rank == 0)
+        err = MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
+    else
+        err = MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
+    check_class(err, MPI_SUCCESS, what);
+    if (rank == 1 && free_run) {
+        MPI_Barrier(comm);
+        wait_pvar("part_withdrawn", w0, what);
+    }
+    for (int it = 0; it < iters; it++) {
+        for (int i = 0; i < n; i++)
+            buf[i] = rank == 0 ? val(sc, it, i) : SENTINEL;
+        MPI_Start(&req);
+        if (rank == 0)
+            MPI_Pready_range(0, parts - 1, req);
+        check_class(complete(&req, what), MPI_SUCCESS, "ahead: an iteration the sender ran");
+        if (rank == 1)
+            check_data(buf, n, sc, it, what);
+    }
+    if (rank == 0) {
+        MPI_Request_free(&req);
+        MPI_Barrier(comm);
+        return;
+    }
+    if (!free_run) {
+        MPI_Barrier(comm);
+        wait_pvar("part_withdrawn", w0, what);
+    }
+    for (int i = 0; i < n; i++)
+        buf[i] = SENTINEL;
+    MPI_Start(&req);
+    check_class(complete(&req, what), MPI_ERR_REQUEST, "ahead: the iteration after");
     check_sentinel(buf, n, what);
     MPI_Request_free(&req);
 }
@@ -369,6 +435,7 @@ int main(int argc, char *argv[])
         scenario_freed(comm, 4, 0, 1, 1, "freed before the plan, armed");
         scenario_freed(comm, 5, iters, 0, 0, "freed after iterations, idle");
         scenario_freed(comm, 6, iters, 1, 0, "freed after iterations, armed");
+        scenario_ahead(comm, 7, iters);
     }
 
     MPI_Barrier(MPI_COMM_WORLD);

@@ -318,6 +318,14 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
 
 void MPIDI_PART_all_remove(MPIDI_PART_op_t * op)
 {
+    if (op->in_matched) {
+        MPIDI_PART_op_t **pp = &MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(op->sop,
+                                                                                     op->serial)];
+        while (*pp != op)
+            pp = &(*pp)->rnext;
+        *pp = op->rnext;
+        op->in_matched = 0;
+    }
     if (op->all_prev)
         op->all_prev->all_next = op->all_next;
     else
@@ -438,30 +446,22 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     if (source == MPI_PROC_NULL)
         goto fn_exit;
 
-    /* match the announcements in MPI order: the first unexpected RTS with our key wins;
-     * those withdrawn before (section 5) are taken out on the way and answered, so that
-     * their senders go */
-    MPIDI_PART_inbox_t *rts = NULL, *prev = NULL, *gone = NULL;
+    /* match the announcements in MPI order: the first unexpected RTS with our key wins
+     * (one whose sender withdrew too: this receive then fails, MPIDI_PART_take_rts) */
+    MPIDI_PART_inbox_t *rts = NULL, *prev = NULL;
     MPIDI_PART_LOCK();
-    for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.unexp_head, *next; e; e = next) {
-        next = e->next;
-        if (e->hdr.context_id != op->context_id || e->hdr.src_rank != source ||
-            e->hdr.tag != tag) {
-            prev = e;
-            continue;
-        }
-        if (prev)
-            prev->next = next;
-        else
-            MPIDI_PART_global.unexp_head = next;
-        if (MPIDI_PART_global.unexp_tail == e)
-            MPIDI_PART_global.unexp_tail = prev;
-        if (e->hdr.status != MPIDI_PART_STATUS_FREED) {
+    for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.unexp_head; e; prev = e, e = e->next) {
+        if (e->hdr.context_id == op->context_id && e->hdr.src_rank == source &&
+            e->hdr.tag == tag) {
             rts = e;
+            if (prev)
+                prev->next = e->next;
+            else
+                MPIDI_PART_global.unexp_head = e->next;
+            if (MPIDI_PART_global.unexp_tail == e)
+                MPIDI_PART_global.unexp_tail = prev;
             break;
         }
-        e->next = gone;
-        gone = e;
     }
     op->refs++; /* the posted queue's, or the matching's */
     if (rts) {
@@ -476,24 +476,6 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
     }
     MPIDI_PART_UNLOCK();
 
-    while (gone) {
-        /* the withdrawn sender waits for one PLAN (the same process as our peer) */
-        MPIDI_PART_inbox_t *g = gone;
-        gone = g->next;
-        MPIDI_PART_hdr_t *ans = &g->hdr;
-        uint64_t sop = ans->sop;
-        uint32_t serial = ans->serial;
-        memset(ans, 0, offsetof(MPIDI_PART_hdr_t, ext));
-        ans->kind = MPIDI_PART_MSG_PLAN;
-        ans->sop = sop;
-        ans->serial = serial;
-        ans->status = MPIDI_PART_STATUS_FREED;
-        ans->timer_ns = -1;
-        /* not this receive's error: a failed answer leaves that sender's operation until
-         * MPI_Finalize, as before the withdrawal */
-        (void) MPIDI_PART_send_hdr(op, ans);
-        MPL_free(g);
-    }
     if (rts) {
         MPL_free(rts);
         mpi_errno = MPIDI_PART_match_posted(op);
@@ -523,7 +505,8 @@ static inline int steady_tag(MPIDI_PART_op_t * op)
         return 0;
     return op->tp == &MPIDI_PART_tag_transport && op->u.tag.permanent &&
         !MPIDI_PART_replan_ahead(op) && !MPL_atomic_acquire_load_int(&op->in_poll) &&
-        !__atomic_load_n(&op->refused, __ATOMIC_RELAXED);
+        (likely(!__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) ||
+         op->st.iter + 1 < op->refused_from);
 }
 
 /* A receiver whose last iteration completed directly (its wire receive decremented the
@@ -687,12 +670,15 @@ int MPIDI_PART_start(MPIR_Request * request)
         mpi_errno = op->tp->recv_arm(op);
         MPIR_ERR_CHECK(mpi_errno);
         /* the sender's WITHDRAW, handled while we armed: the hook may have missed receives
-         * we posted, so end the iteration here (the fence pairs with the hook's, section 5;
-         * an RDMA receiver's start and the hook's doom are serialised by the lock) */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_RELAXED)) &&
-            op->tp == &MPIDI_PART_tag_transport)
-            MPIDI_PART_tag_refuse(op);
+         * we posted, so end the iteration here if the sender never started it (the fence
+         * pairs with the hook's, section 5; an RDMA receiver's start and the hook's doom
+         * are serialised by the lock) */
+        if (op->tp == &MPIDI_PART_tag_transport) {
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) &&
+                op->st.iter >= op->refused_from)
+                MPIDI_PART_tag_refuse(op);
+        }
     }
     MPIR_Part_request_activate(request);
 

@@ -173,6 +173,9 @@ typedef struct MPIDI_PART_op {
                                  * fails (MPIDI_PART_refused_error); 0: none (atomic, set
                                  * under the lock after refused_from) */
     uint32_t refused_from;      /* receiver: the first iteration the sender never started */
+    struct MPIDI_PART_op *rnext;        /* receiver, matched: in its bucket of
+                                         * MPIDI_PART_global.matched (lock) */
+    int in_matched;
 
     /* links (lock) */
     struct MPIDI_PART_op *all_next, *all_prev;  /* all operations */
@@ -336,6 +339,9 @@ typedef struct MPIDI_PART_global {
     int64_t tag_reqs;           /* requests the tag transport's plans hold now, sends and
                                  * receives (MPIR_CVAR_PART_TAG_MAX_REQUESTS; lock) */
     uint32_t serial;            /* RTSs sent (their serial numbers; lock) */
+    /* matched receives by their sender's op and serial, for a WITHDRAW (lock) */
+#define MPIDI_PART_MATCHED_BUCKETS 1024
+    struct MPIDI_PART_op *matched[MPIDI_PART_MATCHED_BUCKETS];
     MPIDI_PART_op_t *lease_head, *lease_tail;   /* receivers waiting for a lease */
     MPIDI_PART_op_t *leased;    /* receivers holding a lease */
 } MPIDI_PART_global_t;
@@ -450,6 +456,12 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op);
 int MPIDI_PART_handshake(void);
 int MPIDI_PART_choice(int *choice);     /* MPIR_CVAR_PART_TRANSPORT, checked */
 void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts);
+/* Lock held: the bucket of MPIDI_PART_global.matched a sender's op and serial fall in. */
+static inline int MPIDI_PART_matched_bucket(uint64_t sop, uint32_t serial)
+{
+    uint64_t h = (sop >> 4) ^ ((uint64_t) serial * 0x9e3779b97f4a7c15ull);
+    return (int) ((h ^ (h >> 29)) & (MPIDI_PART_MATCHED_BUCKETS - 1));
+}
 /* Lock held: set work bits (MPIDI_PART_WORK_*). */
 static inline void MPIDI_PART_set_work(int bits)
 {

@@ -109,8 +109,9 @@ static const struct {
         "RDMA receivers whose failed iteration waits for the sender's writes still in "
         "flight (or for its count of them)"},
     [MPIDI_PART_PV_WITHDRAWN] = {"part_withdrawn", 0,
-        "Withdrawals of announced sends that reached this process: the sender freed its "
-        "request before the plan came, or could not use the plan (engine README, section 5)"},
+        "WITHDRAW messages that named a receive of this process or an announcement still "
+        "unmatched: one per freed send (with how many iterations it started) and one per "
+        "send that could not use its plan (engine README, section 5)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

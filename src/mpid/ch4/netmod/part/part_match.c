@@ -79,6 +79,17 @@ void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
     op->peer_choice = rts->choice;
     op->peer_contig = rts->contig;
     op->serial = rts->serial;
+    int b = MPIDI_PART_matched_bucket(op->sop, op->serial);
+    op->rnext = MPIDI_PART_global.matched[b];
+    MPIDI_PART_global.matched[b] = op;
+    op->in_matched = 1;
+    if (rts->status == MPIDI_PART_STATUS_FREED) {
+        /* its sender withdrew before we matched it (handle_withdraw): the receive
+         * fails, as it does when the WITHDRAW comes after (MPI order: it was this
+         * receive's send; MPIDI_PART_match_posted answers the sender) */
+        op->refused_from = 1;
+        __atomic_store_n(&op->refused, MPIDI_PART_STATUS_FREED, __ATOMIC_SEQ_CST);
+    }
     if (rts->ext_len > 0) {
         op->rts_ext = MPL_malloc(rts->ext_len, MPL_MEM_OTHER);
         if (op->rts_ext) {      /* without it, the tag transport */
@@ -545,6 +556,7 @@ int MPIDI_PART_send_layout(MPIDI_PART_op_t * op)
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_LAYOUT;
     hdr.sop = (uint64_t) (uintptr_t) op;
+    hdr.serial = op->serial;
     hdr.rop = op->rop;
     hdr.iter = op->replan_iter;
     hdr.plan = op->layout;
@@ -561,7 +573,8 @@ static int handle_layout(const MPIDI_PART_hdr_t * hdr)
 
     MPIDI_PART_LOCK();
     for (op = MPIDI_PART_global.all; op; op = op->all_next)
-        if ((uint64_t) (uintptr_t) op == hdr->rop && !op->is_send && op->sop == hdr->sop)
+        if ((uint64_t) (uintptr_t) op == hdr->rop && !op->is_send && op->sop == hdr->sop &&
+            op->serial == hdr->serial)
             break;
     if (op && !op->freed && op->replan_iter == hdr->iter && op->layout_in == 0 && op->tp &&
         op->tp->replan) {
@@ -632,8 +645,9 @@ int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
     return op->error;
 }
 
-/* Receiver: a sender's WITHDRAW (no lock held). Its RTS still unmatched is marked, and
- * the receive that meets it answers it and passes on (MPIDI_PART_precv_init). A matched
+/* Receiver: a sender's WITHDRAW (no lock held). Its RTS still unmatched is marked: the
+ * receive that meets it, in MPI order, fails from its first iteration, and answers the
+ * sender (MPIDI_PART_take_rts, MPIDI_PART_match_posted). A matched
  * receive fails from the first iteration the sender never started on: one of those under
  * way ends now (the tag transport cancels its posted receives, an RDMA receiver's
  * iterations are doomed from there as by a FAIL), a later one completes at its MPI_Start
@@ -647,18 +661,21 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
     if (hdr->bytes < 0 || hdr->bytes >= UINT32_MAX || hdr->status == MPIDI_PART_STATUS_OK)
         return;
     MPIDI_PART_LOCK();
-    for (MPIDI_PART_inbox_t * e = MPIDI_PART_global.unexp_head; e; e = e->next) {
+    /* the matched receive (one bucket: a program's frees cost no scan of every operation),
+     * else the announcement still unmatched */
+    for (op = MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(hdr->sop, hdr->serial)];
+         op; op = op->rnext)
+        if (op->sop == hdr->sop && op->serial == hdr->serial && op->peer == hdr->src_rank &&
+            op->context_id == hdr->context_id && op->refs > 0)
+            break;
+    for (MPIDI_PART_inbox_t * e = op ? NULL : MPIDI_PART_global.unexp_head; e; e = e->next) {
         if (e->hdr.context_id == hdr->context_id && e->hdr.src_rank == hdr->src_rank &&
             e->hdr.sop == hdr->sop && e->hdr.serial == hdr->serial) {
-            e->hdr.status = MPIDI_PART_STATUS_FREED;
+            e->hdr.status = MPIDI_PART_STATUS_FREED;   /* its receive fails (take_rts) */
             found = 1;
             break;
         }
     }
-    for (op = found ? NULL : MPIDI_PART_global.all; op; op = op->all_next)
-        if (!op->is_send && op->peer == hdr->src_rank && op->context_id == hdr->context_id &&
-            op->sop == hdr->sop && op->serial == hdr->serial && op->refs > 0)
-            break;
     int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
     if (op && !op->freed && !op->refused &&
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
