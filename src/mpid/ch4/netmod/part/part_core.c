@@ -319,7 +319,8 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
 void MPIDI_PART_all_remove(MPIDI_PART_op_t * op)
 {
     if (op->in_matched) {
-        MPIDI_PART_op_t **pp = &MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(op->sop,
+        uint64_t sop = op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
+        MPIDI_PART_op_t **pp = &MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(sop,
                                                                                      op->serial)];
         while (*pp != op)
             pp = &(*pp)->rnext;
@@ -405,6 +406,7 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     MPIDI_PART_LOCK();
     op->refs++;
     op->serial = hdr.serial = ++MPIDI_PART_global.serial;
+    MPIDI_PART_matched_add(op); /* the receiver's PLAN and CTS find it there */
     MPIDI_PART_UNLOCK();
     mpi_errno = MPIDI_PART_send_hdr(op, &hdr);
     if (mpi_errno) {

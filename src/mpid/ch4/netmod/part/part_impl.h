@@ -173,8 +173,10 @@ typedef struct MPIDI_PART_op {
                                  * fails (MPIDI_PART_refused_error); 0: none (atomic, set
                                  * under the lock after refused_from) */
     uint32_t refused_from;      /* receiver: the first iteration the sender never started */
-    struct MPIDI_PART_op *rnext;        /* receiver, matched: in its bucket of
-                                         * MPIDI_PART_global.matched (lock) */
+    struct MPIDI_PART_op *rnext;        /* in its bucket of MPIDI_PART_global.matched
+                                         * (lock): a sender once announced, by itself and
+                                         * its serial; a receiver once matched, by its
+                                         * sender's op and serial */
     int in_matched;
 
     /* links (lock) */
@@ -339,7 +341,9 @@ typedef struct MPIDI_PART_global {
     int64_t tag_reqs;           /* requests the tag transport's plans hold now, sends and
                                  * receives (MPIR_CVAR_PART_TAG_MAX_REQUESTS; lock) */
     uint32_t serial;            /* RTSs sent (their serial numbers; lock) */
-    /* matched receives by their sender's op and serial, for a WITHDRAW (lock) */
+    /* announced sends and matched receives, by the sender's op and serial: a peer's
+     * message that names a send (PLAN, CTS) or a receive's sender (WITHDRAW) is looked up
+     * here, never dereferenced (the op may be gone) (lock) */
 #define MPIDI_PART_MATCHED_BUCKETS 1024
     struct MPIDI_PART_op *matched[MPIDI_PART_MATCHED_BUCKETS];
     MPIDI_PART_op_t *lease_head, *lease_tail;   /* receivers waiting for a lease */
@@ -461,6 +465,16 @@ static inline int MPIDI_PART_matched_bucket(uint64_t sop, uint32_t serial)
 {
     uint64_t h = (sop >> 4) ^ ((uint64_t) serial * 0x9e3779b97f4a7c15ull);
     return (int) ((h ^ (h >> 29)) & (MPIDI_PART_MATCHED_BUCKETS - 1));
+}
+
+/* Lock held: file op in MPIDI_PART_global.matched under its sender's op and serial. */
+static inline void MPIDI_PART_matched_add(MPIDI_PART_op_t * op)
+{
+    uint64_t sop = op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
+    int b = MPIDI_PART_matched_bucket(sop, op->serial);
+    op->rnext = MPIDI_PART_global.matched[b];
+    MPIDI_PART_global.matched[b] = op;
+    op->in_matched = 1;
 }
 /* Lock held: set work bits (MPIDI_PART_WORK_*). */
 static inline void MPIDI_PART_set_work(int bits)

@@ -79,10 +79,7 @@ void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
     op->peer_choice = rts->choice;
     op->peer_contig = rts->contig;
     op->serial = rts->serial;
-    int b = MPIDI_PART_matched_bucket(op->sop, op->serial);
-    op->rnext = MPIDI_PART_global.matched[b];
-    MPIDI_PART_global.matched[b] = op;
-    op->in_matched = 1;
+    MPIDI_PART_matched_add(op);
     if (rts->status == MPIDI_PART_STATUS_FREED) {
         /* its sender withdrew before we matched it (handle_withdraw): the receive
          * fails, as it does when the WITHDRAW comes after (MPI order: it was this
@@ -665,8 +662,8 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
      * else the announcement still unmatched */
     for (op = MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(hdr->sop, hdr->serial)];
          op; op = op->rnext)
-        if (op->sop == hdr->sop && op->serial == hdr->serial && op->peer == hdr->src_rank &&
-            op->context_id == hdr->context_id && op->refs > 0)
+        if (!op->is_send && op->sop == hdr->sop && op->serial == hdr->serial &&
+            op->peer == hdr->src_rank && op->context_id == hdr->context_id && op->refs > 0)
             break;
     for (MPIDI_PART_inbox_t * e = op ? NULL : MPIDI_PART_global.unexp_head; e; e = e->next) {
         if (e->hdr.context_id == hdr->context_id && e->hdr.src_rank == hdr->src_rank &&
@@ -764,14 +761,18 @@ static int handle_rts(MPIDI_PART_inbox_t * e)
     return mpi_errno;
 }
 
-/* A peer's message names one of our operations: check that it is one, and the one its RTS
- * announced (a late CTS for a freed send must not reach a new send at the same address:
- * part_withdraw's freed, armed receive with leases per iteration). */
+/* Lock held. A peer's message names one of our sends: the live one its RTS announced, or
+ * NULL. Looked up by the op and the RTS's serial, never dereferenced: a late CTS may name
+ * a send that was freed and destroyed (ThreadSanitizer saw such a read of freed memory in
+ * part_race_withdraw with leases per iteration), or whose address a new send took. */
 static MPIDI_PART_op_t *named_op(const MPIDI_PART_hdr_t * hdr)
 {
-    MPIDI_PART_op_t *op = (MPIDI_PART_op_t *) (uintptr_t) hdr->sop;
-    return (op && op->magic == MPIDI_PART_OP_MAGIC && op->is_send &&
-            op->serial == hdr->serial) ? op : NULL;
+    MPIDI_PART_op_t *op = MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(hdr->sop,
+                                                                              hdr->serial)];
+    while (op && !(op->is_send && (uint64_t) (uintptr_t) op == hdr->sop &&
+                   op->serial == hdr->serial))
+        op = op->rnext;
+    return op;
 }
 
 /* The engine's handshake work: queued messages and the transports' own (no re-entry, one
@@ -799,17 +800,20 @@ int MPIDI_PART_handshake(void)
                 e = NULL;
                 break;
             case MPIDI_PART_MSG_PLAN:
+                /* alive: it holds a reference until its one PLAN has come */
+                MPIDI_PART_LOCK();
                 op = named_op(&e->hdr);
+                MPIDI_PART_UNLOCK();
                 if (op) {
                     err = handle_plan(op, &e->hdr);
                     MPIDI_PART_op_release(op); /* the handshake reference */
                 }
                 break;
             case MPIDI_PART_MSG_CTS:
-                op = named_op(&e->hdr);
                 /* a reference while the CTS sends what waited for it: those messages may
                  * complete the request in another thread, and the program free it */
                 MPIDI_PART_LOCK();
+                op = named_op(&e->hdr);
                 if (op && op->refs > 0)
                     op->refs++;
                 else

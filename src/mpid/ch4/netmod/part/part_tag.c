@@ -881,9 +881,11 @@ static void tag_iter_reset(MPIDI_PART_op_t * op)
         }
     }
     t->cursor = 0;
-    if (!op->is_send && !t->permanent && t->base >= 0) {
+    if (!op->is_send && !t->permanent) {
+        /* base under the lock: the hook returns the lease of an iteration that ended
+         * (MPIDI_PART_tag_handshake; ThreadSanitizer, part_race_withdraw) */
         MPIDI_PART_LOCK();
-        lease_return(op);
+        lease_return(op);       /* none when base < 0 */
         MPIDI_PART_UNLOCK();
     }
 }
