@@ -124,32 +124,41 @@ static void check_data(const int *buf, int n, int sc, int it, const char *what)
         }
 }
 
+/* Both sides: the pair's init on tag (MPI_SUCCESS). */
+static void pair_init(MPI_Comm comm, int tag, int *buf, MPI_Request * req, const char *what)
+{
+    int err;
+    if (rank == 0)
+        err = MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, tag, comm, MPI_INFO_NULL, req);
+    else
+        err = MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, tag, comm, MPI_INFO_NULL, req);
+    check_class(err, MPI_SUCCESS, what);
+}
+
+/* Both sides: iters iterations the sender runs, each MPI_SUCCESS, the data checked. */
+static void run_iters(MPI_Request * req, int *buf, int sc, int iters, const char *what)
+{
+    int n = parts * COUNT;
+    for (int it = 0; it < iters; it++) {
+        for (int i = 0; i < n; i++)
+            buf[i] = rank == 0 ? val(sc, it, i) : SENTINEL;
+        MPI_Start(req);
+        if (rank == 0)
+            MPI_Pready_range(0, parts - 1, *req);
+        check_class(complete(req, what), MPI_SUCCESS, what);
+        if (rank == 1)
+            check_data(buf, n, sc, it, what);
+    }
+}
+
 /* Both sides: iters iterations of a pair on tag, data checked. */
 static void run_pair(MPI_Comm comm, int tag, int sc, int iters, const char *what)
 {
     static int buf[MAXP * COUNT];
     MPI_Request req;
-    int n = parts * COUNT, err;
 
-    if (rank == 0)
-        err = MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
-    else
-        err = MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
-    check_class(err, MPI_SUCCESS, what);
-    for (int it = 0; it < iters; it++) {
-        if (rank == 0)
-            for (int i = 0; i < n; i++)
-                buf[i] = val(sc, it, i);
-        else
-            for (int i = 0; i < n; i++)
-                buf[i] = SENTINEL;
-        MPI_Start(&req);
-        if (rank == 0)
-            MPI_Pready_range(0, parts - 1, req);
-        check_class(complete(&req, what), MPI_SUCCESS, what);
-        if (rank == 1)
-            check_data(buf, n, sc, it, what);
-    }
+    pair_init(comm, tag, buf, &req, what);
+    run_iters(&req, buf, sc, iters, what);
     MPI_Request_free(&req);
 }
 
@@ -235,28 +244,12 @@ static void scenario_freed(MPI_Comm comm, int sc, int after, int armed, int earl
     static int buf[MAXP * COUNT];
     const int tag = 40 + sc;
     MPI_Request req;
-    int n = parts * COUNT, err;
+    int n = parts * COUNT;
     unsigned long long w0 = pv_read("part_withdrawn");
 
-    if (rank == 1 || !early) {
-        if (rank == 0)
-            err = MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, tag, comm, MPI_INFO_NULL,
-                                 &req);
-        else
-            err = MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, tag, comm, MPI_INFO_NULL,
-                                 &req);
-        check_class(err, MPI_SUCCESS, what);
-    }
-    for (int it = 0; it < after; it++) {
-        for (int i = 0; i < n; i++)
-            buf[i] = rank == 0 ? val(sc, it, i) : SENTINEL;
-        MPI_Start(&req);
-        if (rank == 0)
-            MPI_Pready_range(0, parts - 1, req);
-        check_class(complete(&req, what), MPI_SUCCESS, what);
-        if (rank == 1)
-            check_data(buf, n, sc, it, what);
-    }
+    if (rank == 1 || !early)
+        pair_init(comm, tag, buf, &req, what);
+    run_iters(&req, buf, sc, after, what);
     for (int i = 0; i < n; i++)
         buf[i] = SENTINEL;
     if (rank == 1 && armed) {
@@ -295,30 +288,17 @@ static void scenario_ahead(MPI_Comm comm, int sc, int iters)
     const int tag = 40 + sc;
     const char *what = "ahead";
     MPI_Request req;
-    int n = parts * COUNT, err;
+    int n = parts * COUNT;
     unsigned long long w0 = pv_read("part_withdrawn");
     /* without a credit per iteration the sender can finish before the receiver starts */
     int free_run = !rdma_forced() && cv_read_int("MPIR_CVAR_PART_TAG_IDS") > 0;
 
-    if (rank == 0)
-        err = MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
-    else
-        err = MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
-    check_class(err, MPI_SUCCESS, what);
+    pair_init(comm, tag, buf, &req, what);
     if (rank == 1 && free_run) {
         MPI_Barrier(comm);
         wait_pvar("part_withdrawn", w0, what);
     }
-    for (int it = 0; it < iters; it++) {
-        for (int i = 0; i < n; i++)
-            buf[i] = rank == 0 ? val(sc, it, i) : SENTINEL;
-        MPI_Start(&req);
-        if (rank == 0)
-            MPI_Pready_range(0, parts - 1, req);
-        check_class(complete(&req, what), MPI_SUCCESS, "ahead: an iteration the sender ran");
-        if (rank == 1)
-            check_data(buf, n, sc, it, what);
-    }
+    run_iters(&req, buf, sc, iters, "ahead: an iteration the sender ran");
     if (rank == 0) {
         MPI_Request_free(&req);
         MPI_Barrier(comm);

@@ -189,7 +189,6 @@ static void op_free_memory(MPIDI_PART_op_t * op)
     MPL_free(op->done);
     MPL_free(op->rts_ext);
     MPL_free(op->obs_base);
-    op->magic = 0;
     MPL_free(op);
 }
 
@@ -265,7 +264,6 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     MPIR_cc_set(req->cc_ptr, 0);        /* inactive requests are complete */
 
     MPIDI_PART_st_init(&op->st, is_send, partitions, op->ready);
-    op->magic = MPIDI_PART_OP_MAGIC;
     op->req = req;
     op->is_send = is_send;
     op->refs = 1;
@@ -319,9 +317,7 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
 void MPIDI_PART_all_remove(MPIDI_PART_op_t * op)
 {
     if (op->in_matched) {
-        uint64_t sop = op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
-        MPIDI_PART_op_t **pp = &MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(sop,
-                                                                                     op->serial)];
+        MPIDI_PART_op_t **pp = MPIDI_PART_matched_of(op);
         while (*pp != op)
             pp = &(*pp)->rnext;
         *pp = op->rnext;

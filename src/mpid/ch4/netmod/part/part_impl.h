@@ -154,11 +154,9 @@ typedef struct MPIDI_PART_tagop {
 
 /* ---- the operation ------------------------------------------------------------------------ */
 
-#define MPIDI_PART_OP_MAGIC 0x50415254u        /* "PART": a peer's echo names a live op */
 
 typedef struct MPIDI_PART_op {
     MPIDI_PART_st_t st;         /* the state machine (part_state.h) */
-    uint32_t magic;
     const struct MPIDI_PART_transport *tp;      /* set with the plan */
     MPIR_Request *req;          /* the user's request; NULL once freed */
     int is_send;
@@ -467,13 +465,19 @@ static inline int MPIDI_PART_matched_bucket(uint64_t sop, uint32_t serial)
     return (int) ((h ^ (h >> 29)) & (MPIDI_PART_MATCHED_BUCKETS - 1));
 }
 
-/* Lock held: file op in MPIDI_PART_global.matched under its sender's op and serial. */
-static inline void MPIDI_PART_matched_add(MPIDI_PART_op_t * op)
+/* Lock held: op's bucket, under its sender's op and serial (a send's sender is itself). */
+static inline MPIDI_PART_op_t **MPIDI_PART_matched_of(MPIDI_PART_op_t * op)
 {
     uint64_t sop = op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
-    int b = MPIDI_PART_matched_bucket(sop, op->serial);
-    op->rnext = MPIDI_PART_global.matched[b];
-    MPIDI_PART_global.matched[b] = op;
+    return &MPIDI_PART_global.matched[MPIDI_PART_matched_bucket(sop, op->serial)];
+}
+
+/* Lock held: file op in MPIDI_PART_global.matched. */
+static inline void MPIDI_PART_matched_add(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_op_t **b = MPIDI_PART_matched_of(op);
+    op->rnext = *b;
+    *b = op;
     op->in_matched = 1;
 }
 /* Lock held: set work bits (MPIDI_PART_WORK_*). */
