@@ -570,14 +570,15 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         op->tp->iter_reset(op);
     MPIDI_PART_LOCK();
     unpoll(op); /* the hook no longer looks at the previous iteration's messages */
-    /* its sender withdrew before this iteration (section 5): this and every later one
-     * fail at once */
+    /* its sender withdrew (a sender: its receive was freed) before this iteration
+     * (section 5): this and every later one fail at once */
     if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_RELAXED)) &&
         op->st.iter + 1 >= op->refused_from &&
         (MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED ||
          MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_UNPLANNED)) {
         MPIDI_PART_refused_error(op);
         MPIDI_PART_st_fail(&op->st);
+        op->sent_iters = op->st.iter;   /* a sender's WITHDRAW counts these (section 5) */
     }
     /* a receiver's match may clear replan_iter (atomically, outside the lock) and set
      * op->tp (under it) while this start runs (ThreadSanitizer, part_race_cts_start): both
@@ -922,11 +923,31 @@ void MPIDI_PART_request_free(MPIR_Request * request)
      * or any before the PLAN came, must not wait for it (section 5); a failed one's peer
      * knows, an EMPTY one's sends nothing anyway */
     int state = MPIDI_PART_st_get_state(&op->st);
+    int refused = __atomic_load_n(&op->refused, __ATOMIC_RELAXED);
+    /* (a send that failed only because its receive was freed tells how many iterations
+     * ran: the receive may keep their tags until then) */
     int withdraw = op->is_send && op->peer != MPI_PROC_NULL &&
-        (state == MPIDI_PART_ST_PLANNED || state == MPIDI_PART_ST_UNPLANNED);
+        (state == MPIDI_PART_ST_PLANNED || state == MPIDI_PART_ST_UNPLANNED ||
+         (state == MPIDI_PART_ST_FAILED && refused));
+    uint32_t iters = state == MPIDI_PART_ST_FAILED ? op->sent_iters : op->st.iter;
+    /* a planned receive tells its send, which may go on starting iterations (the
+     * program's error): those fail from the next on (RELEASE); on the tag transport the
+     * block of tags stays out of the pool until no message can come for it any more, so
+     * that no later operation receives such a message (section 5) */
+    int release = !op->is_send && state == MPIDI_PART_ST_PLANNED && op->tp != NULL &&
+        op->peer != MPI_PROC_NULL && !refused;
+    if (!op->is_send && state == MPIDI_PART_ST_PLANNED && tp == &MPIDI_PART_tag_transport &&
+        op->u.tag.permanent && op->u.tag.base >= 0 &&
+        (!refused || op->refused_from - 1 > op->st.iter)) {
+        op->tags_kept = refused ? 2 : 1;     /* 2: its sender ran more iterations */
+        op->refs++;
+    }
     MPIDI_PART_UNLOCK();
-    if (withdraw)       /* MPI_Request_free reports no error: none to act on */
-        MPIDI_PART_send_withdraw(op, MPIDI_PART_STATUS_FREED, op->st.iter);
+    /* MPI_Request_free reports no error: none to act on */
+    if (withdraw)
+        MPIDI_PART_send_withdraw(op, MPIDI_PART_STATUS_FREED, iters);
+    if (release)
+        MPIDI_PART_send_release(op, op->st.iter);
     if (tp)
         tp->iter_reset(op);
     MPIDI_PART_LOCK();

@@ -35,10 +35,13 @@ enum MPIDI_PART_msg_kind {
                                  * was not final, or once a sender the receiver's FAIL reached
                                  * has handled its writes: the final count (bytes; two carry
                                  * the same); it may arrive before the sender's FAIL */
-    MPIDI_PART_MSG_WITHDRAW     /* sender -> receiver: this send sends nothing more: freed
+    MPIDI_PART_MSG_WITHDRAW,    /* sender -> receiver: this send sends nothing more: freed
                                  * after bytes iterations (status FREED; 0: before its PLAN
                                  * came), or unable to use the PLAN (status ERROR, bytes 0);
                                  * names the RTS by sop, serial, src_rank and context_id */
+    MPIDI_PART_MSG_RELEASE      /* receiver -> sender: this planned receive was freed after
+                                 * bytes iterations; later ones of the send fail (names the
+                                 * send by sop and serial) */
 };
 
 enum MPIDI_PART_plan_status {
@@ -167,10 +170,17 @@ typedef struct MPIDI_PART_op {
     int error;                  /* mpi_errno every iteration completes with (FAILED) */
     uint32_t serial;            /* sender: its RTS's serial; receiver: the matched RTS's */
     int refused;                /* receiver: its sender withdrew (WITHDRAW): the status it
-                                 * gave (FREED or ERROR); every iteration from refused_from on
+                                 * gave (FREED or ERROR); sender: its receive was freed
+                                 * (RELEASE: FREED); every iteration from refused_from on
                                  * fails (MPIDI_PART_refused_error); 0: none (atomic, set
                                  * under the lock after refused_from) */
-    uint32_t refused_from;      /* receiver: the first iteration the sender never started */
+    uint32_t refused_from;      /* the first iteration the peer never started */
+    uint32_t sent_iters;        /* sender: the iterations that ran before the first that
+                                 * failed for a RELEASE (set when it failed) */
+    int tags_kept;              /* receiver freed on the tag transport (lock): 1 while it
+                                 * keeps its block of tags until its sender's WITHDRAW says
+                                 * no message of a later iteration can come, 2 for good: one
+                                 * did, and nothing will ever receive it (section 5) */
     struct MPIDI_PART_op *rnext;        /* in its bucket of MPIDI_PART_global.matched
                                          * (lock): a sender once announced, by itself and
                                          * its serial; a receiver once matched, by its
@@ -443,7 +453,11 @@ int MPIDI_PART_send_layout(MPIDI_PART_op_t * op);
 /* Sender, no lock: tell the receiver that this send sends nothing more after iters
  * iterations (WITHDRAW, status FREED or ERROR; engine README section 5) */
 int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, uint32_t iters);
-/* Lock held, a receiver whose sender withdrew, failing: sets op->error (made only now: a
+/* Receiver, no lock: tell the sender that this planned receive was freed after iters
+ * iterations (RELEASE; engine README section 5) */
+int MPIDI_PART_send_release(MPIDI_PART_op_t * op, uint32_t iters);
+/* Lock held, a receiver whose sender withdrew or a sender whose receive was freed,
+ * failing: sets op->error (made only now: a
  * correct program's WITHDRAW makes no error code) unless it has one; returns it */
 int MPIDI_PART_refused_error(MPIDI_PART_op_t * op);
 
@@ -506,6 +520,9 @@ int MPIDI_PART_tag_msgs_left(void);
  * with the error if the sender never started it (cancel the receives it posted, or leave
  * the lease queue) */
 void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op);
+/* MPI_Finalize, no lock: a freed receive that kept its block of tags (section 5) takes
+ * the messages that already came for it, which nothing else will ever receive */
+void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op);
 
 /* ---- part_rdma.c: the RDMA transport (backends part_ofi.c, part_verbs.c) ---------------- */
 #ifdef MPIDI_CH4_PART_RDMA

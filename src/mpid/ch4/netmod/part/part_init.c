@@ -145,7 +145,8 @@ static void drop_dead(MPIDI_PART_op_t ** head, MPIDI_PART_op_t ** tail)
 /* MPI_Finalize, before MPID_Finalize (a finalize callback of higher priority): the engine
  * stops (progress no longer runs it), and the operations the program freed that still wait
  * for a peer's message (a sender whose receiver never posted its receive or failed to, a
- * receiver whose sender never announced itself) are destroyed with their communicator
+ * receiver whose sender never announced itself, a receive that kept its block of tags:
+ * its messages that came are taken first) are destroyed with their communicator
  * references, while the netmods still run. Left for MPIDI_PART_finalize, those references
  * were never released: MPICH's handle check (--enable-g=handlealloc, maint/sanitize.sh
  * handles) counted their communicators as leaked. */
@@ -173,6 +174,8 @@ static int quiesce(void *unused)
     MPIDI_PART_UNLOCK();
     while (dead) {
         MPIDI_PART_op_t *next = dead->all_next;
+        if (dead->tags_kept)    /* a receive freed before its send stopped (section 5) */
+            MPIDI_PART_tag_drain_kept(dead);
         MPIDI_PART_op_destroy(dead);
         dead = next;
     }

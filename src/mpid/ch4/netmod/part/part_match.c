@@ -621,12 +621,31 @@ int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, uint32_t iters)
     return MPIDI_PART_send_hdr(op, &hdr);
 }
 
+int MPIDI_PART_send_release(MPIDI_PART_op_t * op, uint32_t iters)
+{
+    MPIDI_PART_hdr_t hdr;
+    memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
+    hdr.kind = MPIDI_PART_MSG_RELEASE;
+    hdr.src_rank = op->comm->rank;
+    hdr.sop = op->sop;
+    hdr.serial = op->serial;
+    hdr.status = MPIDI_PART_STATUS_FREED;
+    hdr.bytes = iters;
+    hdr.timer_ns = -1;
+    return MPIDI_PART_send_hdr(op, &hdr);
+}
+
 int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
 {
     if (op->error != MPI_SUCCESS)
         return op->error;
     uint32_t iters = op->refused_from - 1;
-    if (op->refused == MPIDI_PART_STATUS_FREED && iters == 0)
+    if (op->is_send)
+        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_REQUEST, "**partrecvfreed",
+                                         "**partrecvfreed %d %d %L", op->peer, op->tag,
+                                         (long long) iters);
+    else if (op->refused == MPIDI_PART_STATUS_FREED && iters == 0)
         op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                          MPI_ERR_REQUEST, "**partsendfreed",
                                          "**partsendfreed %d %d", op->peer, op->tag);
@@ -673,6 +692,20 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
             break;
         }
     }
+    MPIDI_PART_op_t *unhold = NULL;
+    if (op && op->freed && op->tags_kept == 1) {
+        /* a receive freed before its send (it sent a RELEASE): its block of tags goes back
+         * once no message of an iteration it never started can come; one did if the send
+         * ran more iterations, and nothing will ever receive it: the block stays out of the
+         * pool (section 5) */
+        found = 1;
+        if ((uint32_t) hdr->bytes <= op->st.iter) {
+            op->tags_kept = 0;
+            unhold = op;
+        } else {
+            op->tags_kept = 2;
+        }
+    }
     int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
     if (op && !op->freed && !op->refused &&
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
@@ -708,6 +741,8 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_UNLOCK();
     if (found)
         MPIDI_PART_PVAR_ADD(WITHDRAWN, 1);
+    if (unhold)
+        MPIDI_PART_op_release(unhold);  /* the hold's reference (request_free) */
     if (op == NULL)
         return;
     if (tag_end)
@@ -773,6 +808,43 @@ static MPIDI_PART_op_t *named_op(const MPIDI_PART_hdr_t * hdr)
                    op->serial == hdr->serial))
         op = op->rnext;
     return op;
+}
+
+/* Sender: its receive was freed after hdr->bytes iterations (RELEASE; no lock held).
+ * Every later iteration fails (MPI_ERR_REQUEST, **partrecvfreed): at its MPI_Start, or now
+ * if one under way waits over RDMA for a credit that will never come. One the tag transport
+ * has under way runs on: its messages may be on their way already, so it ends as it would
+ * (the receiver keeps their block of tags out of the pool, section 5). */
+static void handle_release(const MPIDI_PART_hdr_t * hdr)
+{
+    int doom = 0;
+
+    if (hdr->bytes < 0 || hdr->bytes >= UINT32_MAX)
+        return;
+    MPIDI_PART_LOCK();
+    MPIDI_PART_op_t *op = named_op(hdr);
+    int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
+    if (op && op->peer == hdr->src_rank && !op->freed && !op->refused && op->refs > 0 &&
+        (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
+        uint32_t from = (uint32_t) hdr->bytes + 1;
+        op->refused_from = from;
+        __atomic_store_n(&op->refused, MPIDI_PART_STATUS_FREED, __ATOMIC_SEQ_CST);
+#ifdef MPIDI_CH4_PART_RDMA
+        if (op->rdma && op->tp == op->rdma->tp && MPIDI_PART_st_is_running(&op->st) &&
+            __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED) >= from) {
+            doom = MPIDI_PART_rdma_doom_locked(op, from, MPIDI_PART_refused_error(op));
+            if (doom)
+                op->refs++;
+        }
+#endif
+    }
+    MPIDI_PART_UNLOCK();
+#ifdef MPIDI_CH4_PART_RDMA
+    if (doom) {
+        MPIDI_PART_rdma_failed(op, -1); /* the receiver knows: not told back */
+        MPIDI_PART_op_release(op);
+    }
+#endif
 }
 
 /* The engine's handshake work: queued messages and the transports' own (no re-entry, one
@@ -847,6 +919,9 @@ int MPIDI_PART_handshake(void)
                 break;
             case MPIDI_PART_MSG_WITHDRAW:
                 handle_withdraw(&e->hdr);
+                break;
+            case MPIDI_PART_MSG_RELEASE:
+                handle_release(&e->hdr);
                 break;
 #ifdef MPIDI_CH4_PART_RDMA
             case MPIDI_PART_MSG_FAIL:

@@ -576,6 +576,45 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
         MPIDI_PART_msg_done(op, m);
 }
 
+
+/* Take what arrived on one (communicator, tag) of a kept block, into a scratch buffer. */
+static void drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag)
+{
+    for (;;) {
+        int flag = 0;
+        MPIR_Request *msg = NULL, *rreq = NULL;
+        MPI_Status status;
+        if (MPID_Improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET, &flag, &msg,
+                         &status) != MPI_SUCCESS || !flag)
+            return;
+        MPI_Aint bytes = MPIR_STATUS_GET_COUNT(status);
+        void *scratch = MPL_malloc(bytes > 0 ? bytes : 1, MPL_MEM_OTHER);
+        if (scratch == NULL || MPID_Imrecv(scratch, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
+            MPL_free(scratch);  /* (the matched message stays with MPICH) */
+            return;
+        }
+        while (!MPIR_Request_is_complete(rreq))
+            if (MPID_Progress_test(NULL) != MPI_SUCCESS)
+                break;
+        if (MPIR_Request_is_complete(rreq))
+            MPIR_Request_free(rreq);
+        MPL_free(scratch);
+    }
+}
+
+void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    if (t->base < 0)
+        return;
+    for (int64_t tag = t->base; tag < t->base + ((int64_t) 1 << t->order); tag++) {
+        drain_tag(op, op->comm, (int) tag);
+        for (int v = 0; t->vcomm && v < t->nvcis; v++)
+            if (t->vcomm[v])
+                drain_tag(op, t->vcomm[v], (int) tag);
+    }
+}
+
 /* Progress hook, no lock: return the leases of finished iterations and hand free blocks
  * to waiting receivers. A waiter that does not fit is passed over, not waited for: started
  * operations progress independently. */

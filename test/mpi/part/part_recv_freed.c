@@ -1,0 +1,225 @@
+/*
+ * part_recv_freed.c: a receive freed while its send goes on (engine README section 5, the
+ * RELEASE message). 2 processes; rank 0 sends, rank 1 receives; -parts partitions of 16
+ * ints (small: eager on every transport).
+ *
+ * - orphan: the pair runs 3 iterations (data checked). Rank 0 starts a 4th and readies
+ *   it; rank 1, which has not started it, then frees its receive (the program's error).
+ *   Under the tag transport the 4th iteration's messages are on their way with nothing to
+ *   receive them: the send completes as eager sends do. Over RDMA its write waits for a
+ *   credit that never comes: MPI_Wait must return MPI_ERR_REQUEST (it waited for ever
+ *   before). Once rank 1 said it freed, rank 0 starts iterations until one fails: within
+ *   20 s one must, with MPI_ERR_REQUEST and a message naming the freed receive, and so
+ *   must the next start. Then both free and make a new pair on the same tag and run 3
+ *   iterations: rank 1 must get exactly the new data. Before the fix, under the tag
+ *   transport, the new receive took the freed one's block of tags and received the
+ *   orphaned 4th iteration's bytes instead. At the end, once settled, rank 1 still holds
+ *   that one block (part_tag_ids_in_use one above its start under the tag transport: the
+ *   orphaned messages are never received, so the block is never given out again), and
+ *   nothing else (part_ops_live back on rank 0).
+ * - clean: a correct program that frees the receive first: the pair runs 3 iterations, rank
+ *   1 frees, then rank 0 frees. Once settled, part_ops_live and part_tag_ids_in_use are
+ *   back to their start on both ranks (the block the receive held until the send's
+ *   WITHDRAW said it sent no more is back in the pool).
+ * A wait longer than 20 s is reported and aborts the job.
+ */
+
+#include "mpi.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpitest.h"
+
+#define COUNT 16
+#define MAXP 64
+
+static int rank, parts = 1, errs = 0;
+static int buf[MAXP * COUNT];
+
+#include "part_pvar.h"
+#include "part_transport.h"
+
+static int pattern(int pair, int it, int i)
+{
+    return 7 + pair * 100003 + it * 1009 + i;
+}
+
+/* err must be of class want; with want != MPI_SUCCESS its text must contain text */
+static void expect(int err, int want, const char *text, const char *what)
+{
+    int cls = MPI_SUCCESS, len = 0;
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    if (err != MPI_SUCCESS) {
+        MPI_Error_class(err, &cls);
+        MPI_Error_string(err, msg, &len);
+    }
+    if (cls != want || (text && !strstr(msg, text))) {
+        fprintf(stderr, "rank %d: %s: class %d (%s), expected class %d%s%s\n", rank, what, cls,
+                msg, want, text ? " with " : "", text ? text : "");
+        errs++;
+    }
+}
+
+/* MPI_Test until the iteration ends; its error. */
+static int finish(MPI_Request * req, const char *what)
+{
+    double t0 = MPI_Wtime();
+    for (;;) {
+        int flag = 0, err = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS || flag)
+            return err;
+        if (MPI_Wtime() - t0 > 20.0) {
+            fprintf(stderr, "rank %d: %s: not complete after 20 s\n", rank, what);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+}
+
+static void init(MPI_Comm comm, MPI_Request * req)
+{
+    int err = rank == 0 ?
+        MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, 5, comm, MPI_INFO_NULL, req) :
+        MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, 5, comm, MPI_INFO_NULL, req);
+    expect(err, MPI_SUCCESS, NULL, "init");
+}
+
+/* Rank 0: one iteration of pair's pattern it, started and readied (not waited for). */
+static void send_iter(MPI_Request * req, int pair, int it)
+{
+    for (int i = 0; i < parts * COUNT; i++)
+        buf[i] = pattern(pair, it, i);
+    MPI_Start(req);
+    MPI_Pready_range(0, parts - 1, *req);
+}
+
+/* Both: iterations [0, n) of pair, each succeeding, rank 1 checking every int. */
+static void run(MPI_Request * req, int pair, int n, const char *what)
+{
+    for (int it = 0; it < n; it++) {
+        if (rank == 0) {
+            send_iter(req, pair, it);
+        } else {
+            for (int i = 0; i < parts * COUNT; i++)
+                buf[i] = -1;
+            MPI_Start(req);
+        }
+        expect(finish(req, what), MPI_SUCCESS, NULL, what);
+        for (int i = 0; rank == 1 && i < parts * COUNT; i++)
+            if (buf[i] != pattern(pair, it, i)) {
+                fprintf(stderr, "rank 1: %s iteration %d: int %d is %d, expected %d%s\n", what,
+                        it, i, buf[i], pattern(pair, it, i), buf[i] == pattern(1, 3, i) ?
+                        " (the orphaned iteration's)" : "");
+                errs++;
+                break;
+            }
+    }
+}
+
+static void scenario_orphan(MPI_Comm comm)
+{
+    MPI_Request req;
+    unsigned long long live0 = pv_read("part_ops_live");
+    unsigned long long ids0 = pv_read("part_tag_ids_in_use");
+    int note = 0;
+
+    init(comm, &req);
+    run(&req, 1, 3, "orphan: first pair");
+    if (rank == 0) {
+        send_iter(&req, 1, 3);  /* the 4th iteration, which no receive will take */
+        MPI_Send(&note, 1, MPI_INT, 1, 0, comm);
+        int err = finish(&req, "orphan: 4th iteration");
+        if (rdma_forced())
+            expect(err, MPI_ERR_REQUEST, "freed", "orphan: 4th iteration over RDMA");
+        else
+            expect(err, MPI_SUCCESS, NULL, "orphan: 4th iteration (eager)");
+        MPI_Recv(&note, 1, MPI_INT, 1, 0, comm, MPI_STATUS_IGNORE);
+        /* the receive's RELEASE may still be on its way: iterations go (and vanish, as the
+         * 4th) until the first that fails */
+        int err5 = MPI_SUCCESS, more = 0;
+        double t0 = MPI_Wtime();
+        do {
+            send_iter(&req, 1, 4 + more++);
+            err5 = finish(&req, "orphan: later iteration");
+        } while (err5 == MPI_SUCCESS && MPI_Wtime() - t0 < 20.0);
+        expect(err5, MPI_ERR_REQUEST, "freed", "orphan: iteration after the free");
+        send_iter(&req, 1, 4 + more);
+        expect(finish(&req, "orphan: the next"), MPI_ERR_REQUEST, "freed",
+               "orphan: the iteration after that");
+        MPI_Request_free(&req);
+    } else {
+        MPI_Recv(&note, 1, MPI_INT, 0, 0, comm, MPI_STATUS_IGNORE);
+        MPI_Request_free(&req);
+        MPI_Send(&note, 1, MPI_INT, 0, 0, comm);
+    }
+    /* a new pair on the same key: only its own data */
+    init(comm, &req);
+    run(&req, 2, 3, "orphan: second pair");
+    MPI_Request_free(&req);
+    MPI_Barrier(comm);
+    unsigned long long held = rank == 1 && !rdma_forced() ? 1 : 0;
+    unsigned long long ids = pv_settle("part_tag_ids_in_use", ids0 + held, 10.0);
+    unsigned long long live = pv_settle("part_ops_live", live0 + held, 10.0);
+    if (ids != ids0 + held || live != live0 + held) {
+        fprintf(stderr, "rank %d: orphan: part_tag_ids_in_use %llu, part_ops_live %llu; "
+                "expected %llu and %llu\n", rank, ids, live, ids0 + held, live0 + held);
+        errs++;
+    }
+}
+
+static void scenario_clean(MPI_Comm comm)
+{
+    MPI_Request req;
+    unsigned long long live0 = pv_read("part_ops_live");
+    unsigned long long ids0 = pv_read("part_tag_ids_in_use");
+    int note = 0;
+
+    init(comm, &req);
+    run(&req, 3, 3, "clean");
+    if (rank == 1) {
+        MPI_Request_free(&req);
+        MPI_Send(&note, 1, MPI_INT, 0, 1, comm);
+    } else {
+        MPI_Recv(&note, 1, MPI_INT, 1, 1, comm, MPI_STATUS_IGNORE);
+        MPI_Request_free(&req);
+    }
+    MPI_Barrier(comm);
+    unsigned long long ids = pv_settle("part_tag_ids_in_use", ids0, 10.0);
+    unsigned long long live = pv_settle("part_ops_live", live0, 10.0);
+    if (ids != ids0 || live != live0) {
+        fprintf(stderr, "rank %d: clean: part_tag_ids_in_use %llu, part_ops_live %llu; "
+                "expected %llu and %llu\n", rank, ids, live, ids0, live0);
+        errs++;
+    }
+}
+
+int main(int argc, char *argv[])
+{
+    MTest_Init(&argc, &argv);
+    MTestArgList *head = MTestArgListCreate(argc, argv);
+    parts = MTestArgListGetInt_with_default(head, "parts", 1);
+    MTestArgListDestroy(head);
+    if (parts < 1 || parts > MAXP)
+        parts = 1;
+
+    int size, provided;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        fprintf(stderr, "This test requires exactly two processes\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    scenario_clean(comm);
+    scenario_orphan(comm);
+
+    MPI_Comm_free(&comm);
+    pv_finalize();
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
