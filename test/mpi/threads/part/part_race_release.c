@@ -11,18 +11,19 @@
  *   first and frees a random few microseconds later;
  * - rank 0 runs its k iterations, waits for the word, spins a random few microseconds
  *   (none in a third of the rounds) and starts iterations past k until one fails (at most
- *   20 s). Each must end with MPI_SUCCESS (it began before the RELEASE was read: under the
- *   tag transport its messages go to the freed receive's block) or MPI_ERR_REQUEST; once
- *   one failed, the next must fail too, at once. Over RDMA none may succeed (it would need
- *   a credit the freed receive never gave). Rank 0 frees the send and tells rank 1 how
+ *   20 s). Each must end with MPI_SUCCESS (it began before the RELEASE was read: with
+ *   permanent tags its messages go to the freed receive's block) or MPI_ERR_REQUEST; once
+ *   one failed, the next must fail too, at once. Over RDMA and with leases per iteration
+ *   (MPIR_CVAR_PART_TAG_IDS=0) none may succeed (it would need a credit or CTS the freed
+ *   receive never gave). Rank 0 frees the send and tells rank 1 how
  *   many iterations past k succeeded;
  * - on both processes a progress thread loops on MPI_Iprobe (idle communicator) for the
  *   whole run, so that the RELEASE is handled by that thread, not by the main thread.
  * A round's data is checked byte for byte, so a block of tags given out again while
  * messages of an earlier round were still on their way under it shows as wrong data. After
  * the rounds, once settled (at most 20 s): part_ops_live is back to its starting value on
- * rank 0, and on rank 1 exceeds it by exactly the rounds whose send ran past k under the
- * tag transport (their receives keep their blocks for good); part_tag_ids_in_use likewise.
+ * rank 0, and on rank 1 exceeds it by exactly the rounds whose send ran past k (their
+ * receives keep their blocks for good); part_tag_ids_in_use likewise.
  * A process that does not move on for 60 s is reported with its place and aborted
  * (watchdog).
  *
@@ -148,10 +149,12 @@ static int round_run(int r, int spin)
         if (err == MPI_SUCCESS)
             beyond++;
     }
-    if (class_of(err) != MPI_ERR_REQUEST || (rdma_forced() && beyond > 0)) {
+    int need_start = rdma_forced() || cv_read_int("MPIR_CVAR_PART_TAG_IDS") == 0;
+    if (class_of(err) != MPI_ERR_REQUEST || (need_start && beyond > 0)) {
         fprintf(stderr, "rank 0: round %d: %d iterations past the receive's %d succeeded, "
                 "then error class %d (expected MPI_ERR_REQUEST%s)\n", r, beyond, k,
-                class_of(err), rdma_forced()? ", none succeeding over RDMA" : "");
+                class_of(err), need_start ? ", none succeeding without the receive's "
+                "credit or CTS" : "");
         errs++;
     }
     if (class_of(iteration(&req, buf, parts, r, k + beyond + 1)) != MPI_ERR_REQUEST) {
@@ -204,7 +207,7 @@ int main(int argc, char *argv[])
         if (rank == 0)
             stop = r + 1 >= rounds || (r >= 100 && MPI_Wtime() - t0 > secs);
         MPI_Bcast(&stop, 1, MPI_INT, 0, ctl);
-        kept += round_run(r, spin) > 0 && !rdma_forced();
+        kept += round_run(r, spin) > 0;
     }
     wd_mark(r, "the end");
     MPI_Barrier(ctl);

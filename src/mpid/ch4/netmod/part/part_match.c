@@ -812,12 +812,13 @@ static MPIDI_PART_op_t *named_op(const MPIDI_PART_hdr_t * hdr)
 
 /* Sender: its receive was freed after hdr->bytes iterations (RELEASE; no lock held).
  * Every later iteration fails (MPI_ERR_REQUEST, **partrecvfreed): at its MPI_Start, or now
- * if one under way waits over RDMA for a credit that will never come. One the tag transport
- * has under way runs on: its messages may be on their way already, so it ends as it would
- * (the receiver keeps their block of tags out of the pool, section 5). */
+ * if one under way waits for a credit (RDMA) or a CTS (tag transport with leases) that will
+ * never come. One under way with a permanent block of tags runs on: its messages may be on
+ * their way already, so it ends as it would (the receiver keeps the block out of the pool,
+ * section 5). */
 static void handle_release(const MPIDI_PART_hdr_t * hdr)
 {
-    int doom = 0;
+    int doom = 0, complete = 0;
 
     if (hdr->bytes < 0 || hdr->bytes >= UINT32_MAX)
         return;
@@ -827,18 +828,31 @@ static void handle_release(const MPIDI_PART_hdr_t * hdr)
     if (op && op->peer == hdr->src_rank && !op->freed && !op->refused && op->refs > 0 &&
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
         uint32_t from = (uint32_t) hdr->bytes + 1;
+        uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
         op->refused_from = from;
         __atomic_store_n(&op->refused, MPIDI_PART_STATUS_FREED, __ATOMIC_SEQ_CST);
+        if (!MPIDI_PART_st_is_running(&op->st) || iter < from) {
+            /* nothing under way that the RELEASE concerns */
 #ifdef MPIDI_CH4_PART_RDMA
-        if (op->rdma && op->tp == op->rdma->tp && MPIDI_PART_st_is_running(&op->st) &&
-            __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED) >= from) {
+        } else if (op->rdma && op->tp == op->rdma->tp) {
             doom = MPIDI_PART_rdma_doom_locked(op, from, MPIDI_PART_refused_error(op));
-            if (doom)
-                op->refs++;
-        }
 #endif
+        } else if (op->tp == &MPIDI_PART_tag_transport && !op->u.tag.permanent &&
+                   !MPIDI_PART_st_is_armed(&op->st)) {
+            /* with leases per iteration: it waits for a CTS that will never come, and has
+             * sent nothing (the CTS arms it, under this lock) */
+            MPIDI_PART_refused_error(op);
+            complete = MPIDI_PART_st_fail(&op->st);
+            op->sent_iters = iter - 1;
+        }
+        if (doom || complete)
+            op->refs++;
     }
     MPIDI_PART_UNLOCK();
+    if (complete) {
+        MPIDI_PART_complete_iteration(op);
+        MPIDI_PART_op_release(op);
+    }
 #ifdef MPIDI_CH4_PART_RDMA
     if (doom) {
         MPIDI_PART_rdma_failed(op, -1); /* the receiver knows: not told back */
