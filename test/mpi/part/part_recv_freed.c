@@ -8,7 +8,7 @@
  *   Under the tag transport the 4th iteration's messages are on their way with nothing to
  *   receive them: the send completes as eager sends do. Over RDMA its write waits for a
  *   credit that never comes, with leases per iteration (MPIR_CVAR_PART_TAG_IDS=0) for a
- *   CTS: MPI_Wait must return MPI_ERR_REQUEST (it waited for ever before). Once rank 1 said it freed, rank 0 starts iterations until one fails: within
+ *   CTS: it must complete (MPI_Test) with MPI_ERR_REQUEST (it waited for ever before). Once rank 1 said it freed, rank 0 starts iterations until one fails: within
  *   20 s one must, with MPI_ERR_REQUEST and a message naming the freed receive, and so
  *   must the next start. Then both free and make a new pair on the same tag and run 3
  *   iterations: rank 1 must get exactly the new data. Before the fix, under the tag
@@ -17,10 +17,16 @@
  *   that one block (part_tag_ids_in_use one above its start with permanent tags: the
  *   orphaned messages are never received, so the block is never given out again), and
  *   nothing else (part_ops_live back on rank 0).
+ * - sender first (permanent tags only: elsewhere a send cannot run an iteration its receive
+ *   did not start): the pair runs 3 iterations, rank 0 a 4th (eager) and frees its send;
+ *   once its WITHDRAW came (pvar part_withdrawn), rank 1 frees its receive, which must keep
+ *   its block for good (the 4th iteration's messages are on their way to it); a new pair
+ *   on the same key must get exactly its own data (before the fix, the 4th iteration's).
  * - clean: a correct program that frees the receive first: the pair runs 3 iterations, rank
  *   1 frees, then rank 0 frees. Once settled, part_ops_live and part_tag_ids_in_use are
  *   back to their start on both ranks (the block the receive held until the send's
  *   WITHDRAW said it sent no more is back in the pool).
+ * Each count is read again after 0.2 s more of progress: a block given back late fails too.
  * A wait longer than 20 s is reported and aborts the job.
  */
 
@@ -115,11 +121,32 @@ static void run(MPI_Request * req, int pair, int n, const char *what)
         for (int i = 0; rank == 1 && i < parts * COUNT; i++)
             if (buf[i] != pattern(pair, it, i)) {
                 fprintf(stderr, "rank 1: %s iteration %d: int %d is %d, expected %d%s\n", what,
-                        it, i, buf[i], pattern(pair, it, i), buf[i] == pattern(1, 3, i) ?
+                        it, i, buf[i], pattern(pair, it, i), buf[i] == pattern(pair - 1, 3, i) ?
                         " (the orphaned iteration's)" : "");
                 errs++;
                 break;
             }
+    }
+}
+
+/* part_ops_live and part_tag_ids_in_use settle at their start plus held, and stay there */
+static void check_settled(unsigned long long live0, unsigned long long ids0,
+                          unsigned long long held, const char *what)
+{
+    unsigned long long ids = pv_settle("part_tag_ids_in_use", ids0 + held, 10.0);
+    unsigned long long live = pv_settle("part_ops_live", live0 + held, 10.0);
+    double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < 0.2) {
+        int flag;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+    if (ids != ids0 + held || live != live0 + held ||
+        pv_read("part_tag_ids_in_use") != ids || pv_read("part_ops_live") != live) {
+        fprintf(stderr, "rank %d: %s: part_tag_ids_in_use %llu then %llu, part_ops_live %llu "
+                "then %llu; expected %llu and %llu\n", rank, what, ids,
+                pv_read("part_tag_ids_in_use"), live, pv_read("part_ops_live"), ids0 + held,
+                live0 + held);
+        errs++;
     }
 }
 
@@ -164,14 +191,43 @@ static void scenario_orphan(MPI_Comm comm)
     run(&req, 2, 3, "orphan: second pair");
     MPI_Request_free(&req);
     MPI_Barrier(comm);
-    unsigned long long held = rank == 1 && !no_orphans() ? 1 : 0;
-    unsigned long long ids = pv_settle("part_tag_ids_in_use", ids0 + held, 10.0);
-    unsigned long long live = pv_settle("part_ops_live", live0 + held, 10.0);
-    if (ids != ids0 + held || live != live0 + held) {
-        fprintf(stderr, "rank %d: orphan: part_tag_ids_in_use %llu, part_ops_live %llu; "
-                "expected %llu and %llu\n", rank, ids, live, ids0 + held, live0 + held);
-        errs++;
+    check_settled(live0, ids0, rank == 1 && !no_orphans(), "orphan");
+}
+
+static void scenario_sender_first(MPI_Comm comm)
+{
+    MPI_Request req;
+    unsigned long long live0 = pv_read("part_ops_live");
+    unsigned long long ids0 = pv_read("part_tag_ids_in_use");
+    unsigned long long w0 = pv_read("part_withdrawn");
+    int note = 0;
+
+    init(comm, &req);
+    run(&req, 4, 3, "sender first: first pair");
+    if (rank == 0) {
+        send_iter(&req, 4, 3);  /* the 4th iteration, which no receive will take */
+        expect(finish(&req, "sender first: 4th iteration"), MPI_SUCCESS, NULL,
+               "sender first: 4th iteration (eager)");
+        MPI_Request_free(&req); /* its WITHDRAW says 4 iterations */
+        MPI_Send(&note, 1, MPI_INT, 1, 2, comm);
+    } else {
+        MPI_Recv(&note, 1, MPI_INT, 0, 2, comm, MPI_STATUS_IGNORE);
+        double t0 = MPI_Wtime();
+        while (pv_read("part_withdrawn") == w0 && MPI_Wtime() - t0 < 20.0) {
+            int flag;
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+        }
+        if (pv_read("part_withdrawn") == w0) {
+            fprintf(stderr, "rank 1: sender first: no WITHDRAW after 20 s\n");
+            errs++;
+        }
+        MPI_Request_free(&req); /* after 3: it keeps its block for good */
     }
+    init(comm, &req);
+    run(&req, 5, 3, "sender first: second pair");
+    MPI_Request_free(&req);
+    MPI_Barrier(comm);
+    check_settled(live0, ids0, rank == 1, "sender first");
 }
 
 static void scenario_clean(MPI_Comm comm)
@@ -191,13 +247,7 @@ static void scenario_clean(MPI_Comm comm)
         MPI_Request_free(&req);
     }
     MPI_Barrier(comm);
-    unsigned long long ids = pv_settle("part_tag_ids_in_use", ids0, 10.0);
-    unsigned long long live = pv_settle("part_ops_live", live0, 10.0);
-    if (ids != ids0 || live != live0) {
-        fprintf(stderr, "rank %d: clean: part_tag_ids_in_use %llu, part_ops_live %llu; "
-                "expected %llu and %llu\n", rank, ids, live, ids0, live0);
-        errs++;
-    }
+    check_settled(live0, ids0, 0, "clean");
 }
 
 int main(int argc, char *argv[])
@@ -224,6 +274,8 @@ int main(int argc, char *argv[])
 
     scenario_clean(comm);
     scenario_orphan(comm);
+    if (!no_orphans())
+        scenario_sender_first(comm);
 
     MPI_Comm_free(&comm);
     pv_finalize();

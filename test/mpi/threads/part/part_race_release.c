@@ -4,8 +4,11 @@
  * fails if that level is not provided; engine README section 5).
  *
  * Each round makes a new pair on one tag of a duplicated communicator, with 1 to 4
- * partitions (1: one wire message, direct completion under the tag transport) and k = 1 to
- * 3 iterations:
+ * partitions (1: one wire message, direct completion under the tag transport) and k = 0 to
+ * 3 iterations (0: the receive is freed right after MPI_Precv_init, while the progress
+ * thread may be matching and planning it, and the send's first iteration, begun before its
+ * PLAN came, may meet a RELEASE that overtook the PLAN; or the receive was freed unmatched
+ * and the send fails with MPI_ERR_REQUEST all the same):
  * - rank 1 runs k iterations (MPI_SUCCESS, every int checked), frees its receive (the
  *   RELEASE, saying k iterations) and sends rank 0 a word; in odd rounds it sends the word
  *   first and frees a random few microseconds later;
@@ -103,7 +106,7 @@ static int iteration(MPI_Request * req, int *buf, int parts, int r, int it)
 static int round_run(int r, int spin)
 {
     static int buf[MAXP * COUNT];
-    int parts = 1 + r % MAXP, k = 1 + (r / MAXP) % 3, word = 0, err, beyond = 0;
+    int parts = 1 + r % MAXP, k = (r / MAXP) % 4, word = 0, err, beyond = 0;
     MPI_Request req;
 
     if (rank == 0)

@@ -48,18 +48,21 @@ void MPIDI_PART_poke_progress(void)
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op)
 {
     MPIR_Request *req = op->req;
+    /* atomic: a refusal may set it in the hook while a receiver's direct_arm reads it (the
+     * hook then sets the status again before it cancels; ThreadSanitizer) */
+    int error = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
     if (op->is_send) {
-        req->status.MPI_ERROR = op->error;
+        req->status.MPI_ERROR = error;
         return;
     }
     if (op->peer == MPI_PROC_NULL) {
         MPIR_Status_set_procnull(&req->status);
         return;
     }
-    MPIR_STATUS_SET_COUNT(req->status, op->error ? 0 : op->peer_bytes);
+    MPIR_STATUS_SET_COUNT(req->status, error ? 0 : op->peer_bytes);
     req->status.MPI_SOURCE = op->peer;
     req->status.MPI_TAG = op->tag;
-    req->status.MPI_ERROR = op->error;
+    req->status.MPI_ERROR = error;
 }
 
 /* The iteration is over: its status, then the request (also for an iteration without wire
@@ -495,7 +498,7 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
  * its state then: the hook changes an operation's state only while its plan, CTS or lease is
  * awaited and at its re-plan (in MPI_Start, below; a receiver's LAYOUT comes before the
  * re-plan's iteration), and the RDMA backends' peer failures do not apply; a sender's
- * WITHDRAW only sets op->refused, which sends the next start here. Its iteration begins
+ * WITHDRAW (a receive's RELEASE) only sets op->refused, which sends the next start here. Its iteration begins
  * without the engine lock. */
 static inline int steady_tag(MPIDI_PART_op_t * op)
 {
@@ -934,13 +937,21 @@ void MPIDI_PART_request_free(MPIR_Request * request)
      * program's error): those fail from the next on (RELEASE); on the tag transport the
      * block of tags stays out of the pool until no message can come for it any more, so
      * that no later operation receives such a message (section 5) */
-    int release = !op->is_send && state == MPIDI_PART_ST_PLANNED && op->tp != NULL &&
-        op->peer != MPI_PROC_NULL && !refused;
-    if (!op->is_send && state == MPIDI_PART_ST_PLANNED && tp == &MPIDI_PART_tag_transport &&
-        op->u.tag.permanent && op->u.tag.base >= 0 &&
-        (!refused || op->refused_from - 1 > op->st.iter)) {
-        op->tags_kept = refused ? 2 : 1;     /* 2: its sender ran more iterations */
-        op->refs++;
+    int planned = state == MPIDI_PART_ST_PLANNED || state == MPIDI_PART_ST_FAILED;
+    int release = !op->is_send && planned && tp != NULL && op->peer != MPI_PROC_NULL &&
+        !refused;
+    if (!op->is_send && planned && tp == &MPIDI_PART_tag_transport && op->u.tag.permanent &&
+        op->u.tag.base >= 0) {
+        /* 1: until the sender's WITHDRAW; 2: for good, as its sender ran more iterations,
+         * or its own failed iterations (a LAYOUT it could not install) took no message */
+        if (state == MPIDI_PART_ST_FAILED)
+            op->tags_kept = refused ? 0 : 2;
+        else
+            op->tags_kept = !refused ? 1 : op->refused_from - 1 > op->st.iter ? 2 : 0;
+        if (op->tags_kept) {
+            op->refs++;
+            MPIDI_PART_tag_keep_locked(op);
+        }
     }
     MPIDI_PART_UNLOCK();
     /* MPI_Request_free reports no error: none to act on */

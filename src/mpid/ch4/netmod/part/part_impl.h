@@ -523,6 +523,9 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op);
 /* MPI_Finalize, no lock: a freed receive that kept its block of tags (section 5) takes
  * the messages that already came for it, which nothing else will ever receive */
 void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op);
+/* Lock held, a freed receive that keeps its block of tags: it posts nothing more, so its
+ * requests leave the budget (MPIR_CVAR_PART_TAG_MAX_REQUESTS) now */
+void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op);
 
 /* ---- part_rdma.c: the RDMA transport (backends part_ofi.c, part_verbs.c) ---------------- */
 #ifdef MPIDI_CH4_PART_RDMA

@@ -425,6 +425,15 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
          * the PLAN after releasing its lock; its MPI_Start's credit failed meanwhile) */
         complete = MPIDI_PART_st_fail(&op->st);
 #endif
+    } else if (status == MPIDI_PART_STATUS_OK && op->st.started_unplanned &&
+               __atomic_load_n(&op->refused, __ATOMIC_RELAXED) &&
+               op->st.iter >= op->refused_from) {
+        /* its receive was freed before the iteration we started, and the RELEASE overtook
+         * this PLAN (the receiver sends the PLAN after releasing its lock, section 5):
+         * nothing was sent, nothing will be */
+        MPIDI_PART_refused_error(op);
+        complete = MPIDI_PART_st_fail(&op->st);
+        op->sent_iters = op->st.iter - 1;
     } else if (status == MPIDI_PART_STATUS_OK) {
         int was = op->st.started_unplanned;
         int armed = tp ? tp->always_armed(op) : 1;
@@ -637,28 +646,31 @@ int MPIDI_PART_send_release(MPIDI_PART_op_t * op, uint32_t iters)
 
 int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
 {
+    int err;
     if (op->error != MPI_SUCCESS)
         return op->error;
     uint32_t iters = op->refused_from - 1;
     if (op->is_send)
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_REQUEST, "**partrecvfreed",
-                                         "**partrecvfreed %d %d %L", op->peer, op->tag,
-                                         (long long) iters);
+        err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                   MPI_ERR_REQUEST, "**partrecvfreed",
+                                   "**partrecvfreed %d %d %L", op->peer, op->tag,
+                                   (long long) iters);
     else if (op->refused == MPIDI_PART_STATUS_FREED && iters == 0)
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_REQUEST, "**partsendfreed",
-                                         "**partsendfreed %d %d", op->peer, op->tag);
+        err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                   MPI_ERR_REQUEST, "**partsendfreed",
+                                   "**partsendfreed %d %d", op->peer, op->tag);
     else if (op->refused == MPIDI_PART_STATUS_FREED)
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_REQUEST, "**partsendfreedafter",
-                                         "**partsendfreedafter %d %d %L", op->peer, op->tag,
-                                         (long long) iters);
+        err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                   MPI_ERR_REQUEST, "**partsendfreedafter",
+                                   "**partsendfreedafter %d %d %L", op->peer, op->tag,
+                                   (long long) iters);
     else
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**partsendrefused",
-                                         "**partsendrefused %d %d", op->peer, op->tag);
-    return op->error;
+        err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                   MPI_ERR_OTHER, "**partsendrefused",
+                                   "**partsendrefused %d %d", op->peer, op->tag);
+    /* atomic: MPIDI_PART_set_status may read it meanwhile (a receiver's direct_arm) */
+    __atomic_store_n(&op->error, err, __ATOMIC_RELAXED);
+    return err;
 }
 
 /* Receiver: a sender's WITHDRAW (no lock held). Its RTS still unmatched is marked: the

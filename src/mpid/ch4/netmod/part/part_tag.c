@@ -577,6 +577,11 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
 }
 
 
+void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op)
+{
+    reqs_hold(op, 0);
+}
+
 /* Take what arrived on one (communicator, tag) of a kept block, into a scratch buffer. */
 static void drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag)
 {
@@ -595,9 +600,8 @@ static void drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag)
         }
         while (!MPIR_Request_is_complete(rreq))
             if (MPID_Progress_test(NULL) != MPI_SUCCESS)
-                break;
-        if (MPIR_Request_is_complete(rreq))
-            MPIR_Request_free(rreq);
+                return; /* scratch stays: MPICH may still write into it */
+        MPIR_Request_free(rreq);
         MPL_free(scratch);
     }
 }
@@ -607,7 +611,8 @@ void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op)
     MPIDI_PART_tagop_t *t = &op->u.tag;
     if (t->base < 0)
         return;
-    for (int64_t tag = t->base; tag < t->base + ((int64_t) 1 << t->order); tag++) {
+    /* the first plan's messages (a re-plan has no more) */
+    for (int64_t tag = t->base; tag < t->base + t->nwreq; tag++) {
         drain_tag(op, op->comm, (int) tag);
         for (int v = 0; t->vcomm && v < t->nvcis; v++)
             if (t->vcomm[v])
