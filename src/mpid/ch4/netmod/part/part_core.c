@@ -581,7 +581,8 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
          MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_UNPLANNED)) {
         MPIDI_PART_refused_error(op);
         MPIDI_PART_st_fail(&op->st);
-        op->sent_iters = op->st.iter;   /* a sender's WITHDRAW counts these (section 5) */
+        op->refusal_failed = 1;
+        op->ran_iters = op->st.iter;    /* a sender's WITHDRAW counts these (section 5) */
     }
     /* a receiver's match may clear replan_iter (atomically, outside the lock) and set
      * op->tp (under it) while this start runs (ThreadSanitizer, part_race_cts_start): both
@@ -931,8 +932,8 @@ void MPIDI_PART_request_free(MPIR_Request * request)
      * ran: the receive may keep their tags until then) */
     int withdraw = op->is_send && op->peer != MPI_PROC_NULL &&
         (state == MPIDI_PART_ST_PLANNED || state == MPIDI_PART_ST_UNPLANNED ||
-         (state == MPIDI_PART_ST_FAILED && refused));
-    uint32_t iters = state == MPIDI_PART_ST_FAILED ? op->sent_iters : op->st.iter;
+         (state == MPIDI_PART_ST_FAILED && op->refusal_failed));
+    uint32_t iters = state == MPIDI_PART_ST_FAILED ? op->ran_iters : op->st.iter;
     /* a planned receive tells its send, which may go on starting iterations (the
      * program's error): those fail from the next on (RELEASE); on the tag transport the
      * block of tags stays out of the pool until no message can come for it any more, so
@@ -943,9 +944,10 @@ void MPIDI_PART_request_free(MPIR_Request * request)
     if (!op->is_send && planned && tp == &MPIDI_PART_tag_transport && op->u.tag.permanent &&
         op->u.tag.base >= 0) {
         /* 1: until the sender's WITHDRAW; 2: for good, as its sender ran more iterations,
-         * or its own failed iterations (a LAYOUT it could not install) took no message */
+         * or its own failed iterations (a LAYOUT it could not install) took no message; a
+         * receive that failed for the refusal ran every iteration its sender did */
         if (state == MPIDI_PART_ST_FAILED)
-            op->tags_kept = refused ? 0 : 2;
+            op->tags_kept = op->refusal_failed ? 0 : 2;
         else
             op->tags_kept = !refused ? 1 : op->refused_from - 1 > op->st.iter ? 2 : 0;
         if (op->tags_kept) {

@@ -175,8 +175,10 @@ typedef struct MPIDI_PART_op {
                                  * fails (MPIDI_PART_refused_error); 0: none (atomic, set
                                  * under the lock after refused_from) */
     uint32_t refused_from;      /* the first iteration the peer never started */
-    uint32_t sent_iters;        /* sender: the iterations that ran before the first that
-                                 * failed for a RELEASE (set when it failed) */
+    int refusal_failed;         /* the state is FAILED because of the refusal (lock) */
+    uint32_t ran_iters;         /* then: the iterations that ran before the first that
+                                 * failed (a sender's WITHDRAW counts these; a receive that
+                                 * failed otherwise keeps its block of tags for good) */
     int tags_kept;              /* receiver freed on the tag transport (lock): 1 while it
                                  * keeps its block of tags until its sender's WITHDRAW says
                                  * no message of a later iteration can come, 2 for good: one

@@ -308,6 +308,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         MPIDI_PART_refused_error(op);
         status = MPIDI_PART_STATUS_ERROR;
         complete = MPIDI_PART_st_fail(&op->st);
+        op->refusal_failed = 1; /* ran_iters 0 */
     } else if (status == MPIDI_PART_STATUS_OK) {
         op->tp = tp;
         began = op->st.started_unplanned;
@@ -410,12 +411,6 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
      * freed before has sent its WITHDRAW already */
     int refuse = hdr->status == MPIDI_PART_STATUS_OK && status != MPIDI_PART_STATUS_OK &&
         !op->freed;
-    if (tp && tp->replan && hdr->iter > 0 && hdr->timer_ns >= 0) {
-        /* observe iteration hdr->iter, then re-plan (section 4c) */
-        op->rop = hdr->rop;
-        op->replan_ns = hdr->timer_ns;
-        __atomic_store_n(&op->replan_iter, hdr->iter + 1, __ATOMIC_RELEASE);
-    }
     if (op->freed) {
         /* nothing to start; the op goes with the handshake reference */
 #ifdef MPIDI_CH4_PART_RDMA
@@ -433,10 +428,21 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
          * nothing was sent, nothing will be */
         MPIDI_PART_refused_error(op);
         complete = MPIDI_PART_st_fail(&op->st);
-        op->sent_iters = op->st.iter - 1;
+        op->refusal_failed = 1;
+        op->ran_iters = op->st.iter - 1;
+    } else if (MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_FAILED) {
+        /* failed before its PLAN: a start saw the RELEASE that overtook it (start_locked);
+         * nothing to install (op->tp stays for op_destroy) */
     } else if (status == MPIDI_PART_STATUS_OK) {
         int was = op->st.started_unplanned;
         int armed = tp ? tp->always_armed(op) : 1;
+        if (tp && tp->replan && hdr->iter > 0 && hdr->timer_ns >= 0) {
+            /* observe iteration hdr->iter, then re-plan (section 4c): only a plan installed
+             * (a failed send's starts would observe iterations of no message) */
+            op->rop = hdr->rop;
+            op->replan_ns = hdr->timer_ns;
+            __atomic_store_n(&op->replan_iter, hdr->iter + 1, __ATOMIC_RELEASE);
+        }
 #ifdef MPIDI_CH4_PART_RDMA
         /* an iteration started before the plan uses the timer too (the default aggregator's
          * early-bird on RDMA): active before the plan is published, so that every
@@ -734,6 +740,8 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
             if (op->st.started_unplanned && iter >= from) {
                 MPIDI_PART_refused_error(op);
                 complete = MPIDI_PART_st_fail(&op->st);
+                op->refusal_failed = 1;
+                op->ran_iters = iter - 1;
             }
 #ifdef MPIDI_CH4_PART_RDMA
         } else if (op->rdma && op->tp == op->rdma->tp) {
@@ -855,7 +863,8 @@ static void handle_release(const MPIDI_PART_hdr_t * hdr)
              * sent nothing (the CTS arms it, under this lock) */
             MPIDI_PART_refused_error(op);
             complete = MPIDI_PART_st_fail(&op->st);
-            op->sent_iters = iter - 1;
+            op->refusal_failed = 1;
+            op->ran_iters = iter - 1;
         }
         if (doom || complete)
             op->refs++;
