@@ -579,10 +579,7 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         op->st.iter + 1 >= op->refused_from &&
         (MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED ||
          MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_UNPLANNED)) {
-        MPIDI_PART_refused_error(op);
-        MPIDI_PART_st_fail(&op->st);
-        op->refusal_failed = 1;
-        op->ran_iters = op->st.iter;    /* a sender's WITHDRAW counts these (section 5) */
+        MPIDI_PART_fail_refused_locked(op, op->st.iter);
     }
     /* a receiver's match may clear replan_iter (atomically, outside the lock) and set
      * op->tp (under it) while this start runs (ThreadSanitizer, part_race_cts_start): both

@@ -462,6 +462,10 @@ int MPIDI_PART_send_release(MPIDI_PART_op_t * op, uint32_t iters);
  * failing: sets op->error (made only now: a
  * correct program's WITHDRAW makes no error code) unless it has one; returns it */
 int MPIDI_PART_refused_error(MPIDI_PART_op_t * op);
+/* Lock held: op fails for that refusal from now on, ran iterations behind it (its error,
+ * op->refusal_failed, op->ran_iters); returns MPIDI_PART_st_fail's (an iteration was under
+ * way: the caller completes it) */
+int MPIDI_PART_fail_refused_locked(MPIDI_PART_op_t * op, uint32_t ran);
 
 /* Monotonic clock in ns (the observed iteration's MPI_Pready times, the timer's deadlines). */
 static inline int64_t MPIDI_PART_now_ns(void)

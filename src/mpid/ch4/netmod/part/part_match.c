@@ -305,10 +305,8 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         /* the sender withdrew while we planned, before its PLAN came (refused_from 1;
          * handle_withdraw failed the state and ended an iteration started before): no
          * iteration of it will come */
-        MPIDI_PART_refused_error(op);
         status = MPIDI_PART_STATUS_ERROR;
-        complete = MPIDI_PART_st_fail(&op->st);
-        op->refusal_failed = 1; /* ran_iters 0 */
+        complete = MPIDI_PART_fail_refused_locked(op, 0);
     } else if (status == MPIDI_PART_STATUS_OK) {
         op->tp = tp;
         began = op->st.started_unplanned;
@@ -426,10 +424,7 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
         /* its receive was freed before the iteration we started, and the RELEASE overtook
          * this PLAN (the receiver sends the PLAN after releasing its lock, section 5):
          * nothing was sent, nothing will be */
-        MPIDI_PART_refused_error(op);
-        complete = MPIDI_PART_st_fail(&op->st);
-        op->refusal_failed = 1;
-        op->ran_iters = op->st.iter - 1;
+        complete = MPIDI_PART_fail_refused_locked(op, op->st.iter - 1);
     } else if (MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_FAILED) {
         /* failed before its PLAN: a start saw the RELEASE that overtook it (start_locked);
          * nothing to install (op->tp stays for op_destroy) */
@@ -679,6 +674,14 @@ int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
     return err;
 }
 
+int MPIDI_PART_fail_refused_locked(MPIDI_PART_op_t * op, uint32_t ran)
+{
+    MPIDI_PART_refused_error(op);
+    op->refusal_failed = 1;
+    op->ran_iters = ran;        /* a sender's WITHDRAW counts these (section 5) */
+    return MPIDI_PART_st_fail(&op->st);
+}
+
 /* Receiver: a sender's WITHDRAW (no lock held). Its RTS still unmatched is marked: the
  * receive that meets it, in MPI order, fails from its first iteration, and answers the
  * sender (MPIDI_PART_take_rts, MPIDI_PART_match_posted). A matched
@@ -738,10 +741,7 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
              * re-plan's LAYOUT is awaited: a start that waits for either, of an iteration
              * the sender never started, ends now */
             if (op->st.started_unplanned && iter >= from) {
-                MPIDI_PART_refused_error(op);
-                complete = MPIDI_PART_st_fail(&op->st);
-                op->refusal_failed = 1;
-                op->ran_iters = iter - 1;
+                complete = MPIDI_PART_fail_refused_locked(op, iter - 1);
             }
 #ifdef MPIDI_CH4_PART_RDMA
         } else if (op->rdma && op->tp == op->rdma->tp) {
@@ -861,10 +861,7 @@ static void handle_release(const MPIDI_PART_hdr_t * hdr)
                    !MPIDI_PART_st_is_armed(&op->st)) {
             /* with leases per iteration: it waits for a CTS that will never come, and has
              * sent nothing (the CTS arms it, under this lock) */
-            MPIDI_PART_refused_error(op);
-            complete = MPIDI_PART_st_fail(&op->st);
-            op->refusal_failed = 1;
-            op->ran_iters = iter - 1;
+            complete = MPIDI_PART_fail_refused_locked(op, iter - 1);
         }
         if (doom || complete)
             op->refs++;
