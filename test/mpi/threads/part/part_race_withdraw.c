@@ -17,6 +17,10 @@
  *   buffer must keep its sentinel bytes; then it frees the receive;
  * - on both processes a progress thread loops on MPI_Iprobe (idle communicator) for the
  *   whole run, so that the WITHDRAW is handled by that thread, not by the main thread.
+ * With MPIR_CVAR_PART_DEBUG_START_DELAY_US (a testlist.cvar line) the receive's MPI_Start
+ * waits in the window between beginning its iteration and releasing the last one's
+ * requests, where a WITHDRAW handled by the progress thread once cancelled the wrong
+ * requests (engine README section 5: that iteration then hung).
  * After the rounds, part_ops_live is back to its starting value on both processes (settle
  * loop, at most 20 s). A process that does not move on for 60 s is reported with its place
  * and aborted (watchdog).

@@ -33,6 +33,19 @@ cvars:
         info key mpich_part_aggr_size of MPI_Precv_init (a decimal number of bytes, 0 to
         2147483647; others: MPI_ERR_INFO_VALUE) sets it for that operation instead.
 
+    - name        : MPIR_CVAR_PART_DEBUG_START_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: a receive's MPI_Start that begins its iteration under the engine lock
+        (not in the steady state) busy-waits this many microseconds after it released the
+        lock, before it releases the last iteration's wire requests, so that a sender's
+        WITHDRAW can be handled meanwhile (threads/part/part_race_withdraw). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -615,6 +628,10 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
     }
 #endif
     MPIDI_PART_UNLOCK();
+    if (unlikely(MPIR_CVAR_PART_DEBUG_START_DELAY_US > 0) && !op->is_send) {
+        int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) MPIR_CVAR_PART_DEBUG_START_DELAY_US;
+        while (MPIDI_PART_now_ns() < until);    /* busy: the testing aid's window */
+    }
     /* the request is not active yet: nothing reads the previous iteration's messages (an
      * operation planned only after the lock was released has none) */
     if (tp && !reset_early)
@@ -667,18 +684,11 @@ int MPIDI_PART_start(MPIR_Request * request)
                                          * queues for it (a failed operation) */
 #endif
     } else if (action == MPIDI_PART_START_RUN && !op->is_send) {
+        /* (a sender's WITHDRAW handled meanwhile: the tag transport's arm ends an
+         * iteration its sender never started; an RDMA receiver's start and the hook's doom
+         * are serialised by the lock) */
         mpi_errno = op->tp->recv_arm(op);
         MPIR_ERR_CHECK(mpi_errno);
-        /* the sender's WITHDRAW, handled while we armed: the hook may have missed receives
-         * we posted, so end the iteration here if the sender never started it (the fence
-         * pairs with the hook's, section 5; an RDMA receiver's start and the hook's doom
-         * are serialised by the lock) */
-        if (op->tp == &MPIDI_PART_tag_transport) {
-            __atomic_thread_fence(__ATOMIC_SEQ_CST);
-            if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) &&
-                op->st.iter >= op->refused_from)
-                MPIDI_PART_tag_refuse(op);
-        }
     }
     MPIR_Part_request_activate(request);
 

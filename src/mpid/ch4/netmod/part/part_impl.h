@@ -153,6 +153,9 @@ typedef struct MPIDI_PART_tagop {
     uint32_t refuse_iter;       /* receiver whose sender withdrew: the iteration whose
                                  * receives are being cancelled, and the slots below */
     int32_t refuse_upto;        /* refuse_upto taken for it (lock; MPIDI_PART_tag_refuse) */
+    uint32_t armed_iter;        /* receiver: the iteration whose receives are being posted,
+                                 * stored once the last iteration's requests were released
+                                 * (until then the slots hold those) */
 } MPIDI_PART_tagop_t;
 
 /* ---- the operation ------------------------------------------------------------------------ */

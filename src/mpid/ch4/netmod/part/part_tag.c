@@ -453,25 +453,22 @@ static int send_cts(MPIDI_PART_op_t * op, uint32_t iter, int64_t base)
     return MPIDI_PART_send_hdr(op, &hdr);
 }
 
-static int tag_recv_arm(MPIDI_PART_op_t * op)
+/* A receiver with leases per iteration: a lease for iteration iter (or a place in the queue
+ * of those waiting for one), its receives and its CTS. */
+static int lease_arm(MPIDI_PART_op_t * op, uint32_t iter)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_tagop_t *t = &op->u.tag;
-    uint32_t iter;
-
-    if (t->permanent)
-        return post_recvs(op);
 
     MPIDI_PART_LOCK();
-    iter = op->st.iter;
     if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_RELAXED)) &&
         iter >= op->refused_from) {
-        /* its sender never started it: no lease (its MPI_Start ends it, section 5) */
+        /* its sender never started it: no lease (tag_recv_arm ends it, section 5) */
         MPIDI_PART_UNLOCK();
         goto fn_exit;
     }
-    t->base = block_get(op);
-    if (t->base >= 0) {
+    int64_t base = t->base = block_get(op);
+    if (base >= 0) {
         t->lnext = MPIDI_PART_global.leased;
         MPIDI_PART_global.leased = op;
     } else {
@@ -486,18 +483,38 @@ static int tag_recv_arm(MPIDI_PART_op_t * op)
     }
     MPIDI_PART_set_work(MPIDI_PART_WORK_HANDSHAKE);
     MPIDI_PART_UNLOCK();
-    if (t->base < 0)
+    if (base < 0)
         goto fn_exit;
 
     mpi_errno = post_recvs(op);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = send_cts(op, iter, t->base);
+    mpi_errno = send_cts(op, iter, base);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* Receiver: arm the iteration that began (its MPI_Start, or the hook that installed its
+ * plan or LAYOUT, holding a reference). */
+static int tag_recv_arm(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
+
+    /* the slots (and a lease's base) are this iteration's from here on: the last
+     * iteration's were released before (MPIDI_PART_tag_refuse reads none before this) */
+    __atomic_store_n(&t->armed_iter, iter, __ATOMIC_RELEASE);
+    int mpi_errno = t->permanent ? post_recvs(op) : lease_arm(op, iter);
+    /* the sender's WITHDRAW, handled while we armed: the hook may have missed receives we
+     * posted, so end the iteration here if the sender never started it (the fence pairs
+     * with the hook's in MPIDI_PART_tag_refuse, section 5) */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) && iter >= op->refused_from)
+        MPIDI_PART_tag_refuse(op);
+    return mpi_errno;
 }
 
 /* A receiver whose sender withdrew (part_match.c, handle_withdraw; README section 5): if
@@ -511,8 +528,12 @@ static int tag_recv_arm(MPIDI_PART_op_t * op)
  * and refuse_upto, under the lock; receives are posted in slot order): with direct
  * completion the first cancel may complete the request, and the program start the next
  * iteration or free the request, before a second one would run. The slots below the first
- * empty one may be read without the thread that posts them: an iteration the sender never
- * started cannot end (and its slots be reset) before its receives are cancelled. */
+ * empty one may be read without the thread that posts them once it has marked the iteration
+ * armed (t->armed_iter): an iteration the sender never started cannot end (and its slots be
+ * reset) before its receives are cancelled. Not before: an MPI_Start that began the
+ * iteration under the lock releases the last iteration's requests after it, and until then
+ * the slots hold those (a cancel of those, counted in refuse_upto, left this iteration's
+ * receives posted for ever, and their tags' next user without its messages). */
 void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
@@ -526,7 +547,8 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
         uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
         if (op->tp == &MPIDI_PART_tag_transport && op->refused && iter >= op->refused_from &&
             MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED &&
-            MPIDI_PART_st_is_running(&op->st)) {
+            MPIDI_PART_st_is_running(&op->st) &&
+            __atomic_load_n(&t->armed_iter, __ATOMIC_ACQUIRE) == iter) {
             MPIDI_PART_refused_error(op);
             if (t->refuse_iter != iter) {
                 t->refuse_iter = iter;
