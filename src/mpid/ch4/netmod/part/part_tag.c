@@ -522,8 +522,9 @@ static int tag_recv_arm(MPIDI_PART_op_t * op)
  * it ends here, with the refusal's error. Its posted receives are cancelled: each completes,
  * and the poll, or with direct completion the request's own counter, ends the iteration.
  * One still waiting for a lease leaves the queue with every message marked done. Called by
- * the hook once the refusal is set and by the MPI_Start that armed the iteration when it
- * saw the refusal only after arming (part_core.c): a fence on each side makes sure that one
+ * the hook once the refusal is set and by the thread that armed the iteration (its
+ * MPI_Start, or the hook's plan or LAYOUT) when it saw the refusal only after arming
+ * (tag_recv_arm): a fence on each side makes sure that one
  * of them sees every receive posted. Each slot is cancelled by one of them only (refuse_iter
  * and refuse_upto, under the lock; receives are posted in slot order): with direct
  * completion the first cancel may complete the request, and the program start the next
