@@ -30,14 +30,23 @@
  * A process that does not move on for 60 s is reported with its place and aborted
  * (watchdog).
  *
+ * With -overtake=1 (a testlist.cvar line, with MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US=10000) the
+ * rounds with k = 0 aim at the RELEASE that overtakes the PLAN: rank 0 makes its send only
+ * once rank 1 says its receive is posted, so that rank 1's progress thread matches and
+ * plans it, and rank 1 frees the receive after sleeping 2 ms, while that thread waits 10 ms
+ * before sending the PLAN (in a 200-round run, 26 of the 50 such rounds' RELEASEs reached
+ * the send before its PLAN; counted with a temporary print in the engine).
+ *
  * Arguments: -rounds=N (default 2000) -spin=N (max microseconds of the random spins;
- *            default 20) -secs=S (stop after S seconds once 100 rounds are done; default 10).
+ *            default 20) -secs=S (stop after S seconds once 100 rounds are done; default 10)
+ *            -overtake=0|1 (default 0).
  */
 
 #include "mpi.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "mpitest.h"
 #include "mpithreadtest.h"
 
@@ -45,7 +54,7 @@
 #define COUNT 24        /* ints per partition */
 #define TAG 9
 
-static int rank, errs = 0;
+static int rank, errs = 0, overtake = 0;
 static MPI_Comm comm, pcomm, ctl;
 
 #include "part_watchdog.h"
@@ -109,10 +118,21 @@ static int round_run(int r, int spin)
     int parts = 1 + r % MAXP, k = (r / MAXP) % 4, word = 0, err, beyond = 0;
     MPI_Request req;
 
+    /* -overtake, k = 0: the send is made only once the receive is posted, so that the
+     * progress thread matches and plans it; the receive is freed 2 ms later (MPI_Request_free
+     * makes progress itself, and would match it first), while that thread waits before
+     * sending the PLAN (MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US, longer) */
+    int late_send = overtake && k == 0;
+    if (rank == 0 && late_send)
+        MPI_Recv(&word, 1, MPI_INT, 1, 2, ctl, MPI_STATUS_IGNORE);
     if (rank == 0)
         err = MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, TAG, comm, MPI_INFO_NULL, &req);
     else
         err = MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, TAG, comm, MPI_INFO_NULL, &req);
+    if (rank == 1 && late_send) {
+        MPI_Send(&word, 1, MPI_INT, 0, 2, ctl);
+        usleep(2000);   /* the progress thread's turn: it matches the RTS */
+    }
     if (err != MPI_SUCCESS) {
         fprintf(stderr, "rank %d: round %d: init returned %d\n", rank, r, err);
         errs++;
@@ -190,6 +210,7 @@ int main(int argc, char *argv[])
     rounds = MTestArgListGetInt_with_default(head, "rounds", 2000);
     spin = MTestArgListGetInt_with_default(head, "spin", 20);
     secs = MTestArgListGetInt_with_default(head, "secs", 10);
+    overtake = MTestArgListGetInt_with_default(head, "overtake", 0);
     MTestArgListDestroy(head);
     srand(1 + rank);
     MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided);

@@ -31,6 +31,19 @@ cvars:
         buffers, empty transfers) use the tag transport. Unknown values make the init call
         fail with MPI_ERR_ARG.
 
+    - name        : MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: a receiver that installed its plan busy-waits this many microseconds
+        after it released the engine lock, before it sends the PLAN, so that the program
+        can free the receive meanwhile and its RELEASE overtake the PLAN
+        (threads/part/part_race_release). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -319,6 +332,10 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     MPIDI_PART_UNLOCK();
     if ((status == MPIDI_PART_STATUS_FREED || refused) && tp) {
         op->tp = tp;    /* released with the op */
+    }
+    if (unlikely(MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US > 0) && status == MPIDI_PART_STATUS_OK) {
+        int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US;
+        while (MPIDI_PART_now_ns() < until);    /* busy: the testing aid's window */
     }
 
   answer:
