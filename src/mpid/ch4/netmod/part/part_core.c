@@ -628,10 +628,8 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
     }
 #endif
     MPIDI_PART_UNLOCK();
-    if (unlikely(MPIR_CVAR_PART_DEBUG_START_DELAY_US > 0) && !op->is_send) {
-        int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) MPIR_CVAR_PART_DEBUG_START_DELAY_US;
-        while (MPIDI_PART_now_ns() < until);    /* busy: the testing aid's window */
-    }
+    if (unlikely(MPIR_CVAR_PART_DEBUG_START_DELAY_US > 0) && !op->is_send)
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_START_DELAY_US);
     /* the request is not active yet: nothing reads the previous iteration's messages (an
      * operation planned only after the lock was released has none) */
     if (tp && !reset_early)

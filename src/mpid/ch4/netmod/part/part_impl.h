@@ -477,6 +477,14 @@ static inline int64_t MPIDI_PART_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+/* The testing aids' windows (MPIR_CVAR_PART_DEBUG_*_DELAY_US): busy-wait us microseconds,
+ * so that another thread's handling can fall in between. */
+static inline void MPIDI_PART_debug_spin_us(int us)
+{
+    int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) us;
+    while (MPIDI_PART_now_ns() < until);
+}
 int MPIDI_PART_match_posted(MPIDI_PART_op_t * op);
 int MPIDI_PART_handshake(void);
 int MPIDI_PART_choice(int *choice);     /* MPIR_CVAR_PART_TRANSPORT, checked */

@@ -333,10 +333,8 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     if ((status == MPIDI_PART_STATUS_FREED || refused) && tp) {
         op->tp = tp;    /* released with the op */
     }
-    if (unlikely(MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US > 0) && status == MPIDI_PART_STATUS_OK) {
-        int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US;
-        while (MPIDI_PART_now_ns() < until);    /* busy: the testing aid's window */
-    }
+    if (unlikely(MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US > 0) && status == MPIDI_PART_STATUS_OK)
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_PLAN_DELAY_US);
 
   answer:
     hdr->status = status;

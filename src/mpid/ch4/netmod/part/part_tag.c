@@ -332,10 +332,8 @@ static int direct_arm(MPIDI_PART_op_t * op, MPIR_Request * r, int32_t s)
     __atomic_store_n(&op->u.tag.wreq[s], r, __ATOMIC_RELEASE);       /* after op->direct */
     MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
     /* from here on op may be in its next iteration or freed: only globals */
-    if (unlikely(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US > 0)) {
-        int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US;
-        while (MPIDI_PART_now_ns() < until);    /* busy: the testing aid's window */
-    }
+    if (unlikely(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US > 0))
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_DIRECT_DELAY_US);
     if (armed)
         MPIDI_PART_PVAR_ADD(DIRECT_ITERS, 1);
     return armed;
