@@ -1,7 +1,8 @@
 /*
  * part_recv_freed.c: a receive freed while its send goes on (engine README section 5, the
- * RELEASE message). 2 processes; rank 0 sends, rank 1 receives; -parts partitions of 16
- * ints (small: eager on every transport).
+ * RELEASE message). 2 processes; rank 0 sends, rank 1 receives; -parts partitions of
+ * -count ints (default 16: eager on every transport; -count=65536, 256 KiB a partition, is
+ * above every transport's eager limit, so an orphaned message waits for its receiver).
  *
  * - orphan: the pair runs 3 iterations (data checked). Rank 0 starts a 4th and readies
  *   it; rank 1, which has not started it, then frees its receive (the program's error).
@@ -11,7 +12,10 @@
  *   CTS: it must complete (MPI_Test) with MPI_ERR_REQUEST (it waited for ever before). Once rank 1 said it freed, rank 0 starts iterations until one fails: within
  *   20 s one must, with MPI_ERR_REQUEST and a message naming the freed receive, and so
  *   must the next start. Then both free and make a new pair on the same tag and run 3
- *   iterations: rank 1 must get exactly the new data. Before the fix, under the tag
+ *   iterations: rank 1 must get exactly the new data. With -count=65536 under the tag
+ *   transport the 4th iteration's messages wait for a receive (rendezvous): the freed
+ *   receive takes them into scratch memory (its kept block), so the send completes; it
+ *   waited for ever before (the 20-s stop). Before the RELEASE fix, under the tag
  *   transport, the new receive took the freed one's block of tags and received the
  *   orphaned 4th iteration's bytes instead. At the end, once settled, rank 1 still holds
  *   that one block (part_tag_ids_in_use one above its start with permanent tags: the
@@ -22,6 +26,9 @@
  *   once its WITHDRAW came (pvar part_withdrawn), rank 1 frees its receive, which must keep
  *   its block for good (the 4th iteration's messages are on their way to it); a new pair
  *   on the same key must get exactly its own data (before the fix, the 4th iteration's).
+ *   Not with -count=65536: there the 4th iteration waits for its receive, which rank 1
+ *   frees only after the send's free (the program's own deadlock, as a plain MPI_Send
+ *   without a receive).
  * - clean: a correct program that frees the receive first: the pair runs 3 iterations, rank
  *   1 frees, then rank 0 frees. Once settled, part_ops_live and part_tag_ids_in_use are
  *   back to their start on both ranks (the block the receive held until the send's
@@ -36,11 +43,11 @@
 #include <string.h>
 #include "mpitest.h"
 
-#define COUNT 16
 #define MAXP 64
+#define MAXCOUNT (1 << 20)
 
-static int rank, parts = 1, errs = 0;
-static int buf[MAXP * COUNT];
+static int rank, parts = 1, count = 16, errs = 0;
+static int *buf;
 
 #include "part_pvar.h"
 #include "part_transport.h"
@@ -92,15 +99,15 @@ static int finish(MPI_Request * req, const char *what)
 static void init(MPI_Comm comm, MPI_Request * req)
 {
     int err = rank == 0 ?
-        MPI_Psend_init(buf, parts, COUNT, MPI_INT, 1, 5, comm, MPI_INFO_NULL, req) :
-        MPI_Precv_init(buf, parts, COUNT, MPI_INT, 0, 5, comm, MPI_INFO_NULL, req);
+        MPI_Psend_init(buf, parts, count, MPI_INT, 1, 5, comm, MPI_INFO_NULL, req) :
+        MPI_Precv_init(buf, parts, count, MPI_INT, 0, 5, comm, MPI_INFO_NULL, req);
     expect(err, MPI_SUCCESS, NULL, "init");
 }
 
 /* Rank 0: one iteration of pair's pattern it, started and readied (not waited for). */
 static void send_iter(MPI_Request * req, int pair, int it)
 {
-    for (int i = 0; i < parts * COUNT; i++)
+    for (int i = 0; i < parts * count; i++)
         buf[i] = pattern(pair, it, i);
     MPI_Start(req);
     MPI_Pready_range(0, parts - 1, *req);
@@ -113,12 +120,12 @@ static void run(MPI_Request * req, int pair, int n, const char *what)
         if (rank == 0) {
             send_iter(req, pair, it);
         } else {
-            for (int i = 0; i < parts * COUNT; i++)
+            for (int i = 0; i < parts * count; i++)
                 buf[i] = -1;
             MPI_Start(req);
         }
         expect(finish(req, what), MPI_SUCCESS, NULL, what);
-        for (int i = 0; rank == 1 && i < parts * COUNT; i++)
+        for (int i = 0; rank == 1 && i < parts * count; i++)
             if (buf[i] != pattern(pair, it, i)) {
                 fprintf(stderr, "rank 1: %s iteration %d: int %d is %d, expected %d%s\n", what,
                         it, i, buf[i], pattern(pair, it, i), buf[i] == pattern(pair - 1, 3, i) ?
@@ -255,9 +262,17 @@ int main(int argc, char *argv[])
     MTest_Init(&argc, &argv);
     MTestArgList *head = MTestArgListCreate(argc, argv);
     parts = MTestArgListGetInt_with_default(head, "parts", 1);
+    count = MTestArgListGetInt_with_default(head, "count", 16);
     MTestArgListDestroy(head);
     if (parts < 1 || parts > MAXP)
         parts = 1;
+    if (count < 1 || count > MAXCOUNT)
+        count = 16;
+    buf = malloc(sizeof(int) * parts * count);
+    if (buf == NULL) {
+        fprintf(stderr, "out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 
     int size, provided;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -274,10 +289,11 @@ int main(int argc, char *argv[])
 
     scenario_clean(comm);
     scenario_orphan(comm);
-    if (!no_orphans())
+    if (!no_orphans() && count <= 16)
         scenario_sender_first(comm);
 
     MPI_Comm_free(&comm);
+    free(buf);
     pv_finalize();
     MTest_Finalize(errs);
     return MTestReturnValue(errs);

@@ -156,6 +156,8 @@ typedef struct MPIDI_PART_tagop {
     uint32_t armed_iter;        /* receiver: the iteration whose receives are being posted,
                                  * stored once the last iteration's requests were released
                                  * (until then the slots hold those) */
+    struct MPIDI_PART_op *dnext;        /* freed receiver, tags_kept 1: in the list of kept
+                                         * blocks that take what comes (lock) */
 } MPIDI_PART_tagop_t;
 
 /* ---- the operation ------------------------------------------------------------------------ */
@@ -328,6 +330,7 @@ extern const MPIDI_PART_transport_t MPIDI_PART_verbs_transport;
 #define MPIDI_PART_WORK_HANDSHAKE 1     /* inbox or transport handshake work */
 #define MPIDI_PART_WORK_POLL      2     /* operations with messages in flight */
 #define MPIDI_PART_WORK_RDMA      4     /* RDMA operations: read the completion queues */
+#define MPIDI_PART_WORK_DRAIN     8     /* kept blocks take what comes (part_tag.c) */
 
 typedef struct MPIDI_PART_global {
     int initialized;
@@ -361,6 +364,12 @@ typedef struct MPIDI_PART_global {
     struct MPIDI_PART_op *matched[MPIDI_PART_MATCHED_BUCKETS];
     MPIDI_PART_op_t *lease_head, *lease_tail;   /* receivers waiting for a lease */
     MPIDI_PART_op_t *leased;    /* receivers holding a lease */
+    /* freed receives that keep their block until their sender's WITHDRAW (tags_kept 1),
+     * and the messages they took that are still arriving (section 5; lock) */
+    MPIDI_PART_op_t *draining;
+    struct MPIDI_PART_catch *catches;
+    MPL_atomic_int_t in_drain;  /* a drain pass is running (no re-entry) */
+    int64_t drain_next_ns;      /* the next pass's time (under in_drain) */
 } MPIDI_PART_global_t;
 
 extern MPIDI_PART_global_t MPIDI_PART_global;
@@ -543,6 +552,12 @@ void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op);
 /* Lock held, a freed receive that keeps its block of tags: it posts nothing more, so its
  * requests leave the budget (MPIR_CVAR_PART_TAG_MAX_REQUESTS) now */
 void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op);
+/* Lock held: its sender's WITHDRAW came (tags_kept left 1): it takes nothing more */
+void MPIDI_PART_tag_unkeep_locked(MPIDI_PART_op_t * op);
+/* Progress hook, no lock: kept blocks take the messages that came for them (section 5) */
+int MPIDI_PART_tag_drain(void);
+/* MPI_Finalize, no lock: no more drain passes; the messages taken have all arrived */
+void MPIDI_PART_tag_drain_stop(void);
 
 /* ---- part_rdma.c: the RDMA transport (backends part_ofi.c, part_verbs.c) ---------------- */
 #ifdef MPIDI_CH4_PART_RDMA

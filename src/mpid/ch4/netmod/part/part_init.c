@@ -172,6 +172,7 @@ static int quiesce(void *unused)
         else
             pp = &(*pp)->u.tag.lnext;
     MPIDI_PART_UNLOCK();
+    MPIDI_PART_tag_drain_stop();
     while (dead) {
         MPIDI_PART_op_t *next = dead->all_next;
         if (dead->tags_kept)    /* a receive freed before its send stopped (section 5) */

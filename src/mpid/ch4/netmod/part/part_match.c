@@ -741,6 +741,7 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
         } else {
             op->tags_kept = 2;
         }
+        MPIDI_PART_tag_unkeep_locked(op);       /* all its send's messages were sent */
     }
     int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
     if (op && !op->freed && !op->refused &&
@@ -1023,6 +1024,14 @@ static inline int poll_backstop(void)
     return (++skips & 63) == 0;
 }
 
+/* Whether this call lets kept blocks take what came (MPIDI_PART_tag_drain, which runs a
+ * pass once a millisecond): every 256th call of a thread. */
+static inline int drain_due(void)
+{
+    static __thread unsigned skips __attribute__ ((tls_model("initial-exec")));
+    return (++skips & 255) == 0;
+}
+
 #ifdef MPIDI_CH4_PART_RDMA
 /* Whether this call reads the RDMA completion queues (README 4b): every call while an
  * operation is busy (part_rdma_busy) or within 1 ms of an iteration's end, otherwise every
@@ -1060,6 +1069,10 @@ int MPIDI_PART_progress(void)
         MPIR_ERR_CHECK(mpi_errno);
     }
 #endif
+    if (unlikely(work & MPIDI_PART_WORK_DRAIN) && drain_due()) {
+        mpi_errno = MPIDI_PART_tag_drain();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
     if (work & MPIDI_PART_WORK_POLL) {
         unsigned events = vci_events();
         if (events != (unsigned) MPL_atomic_relaxed_load_int(&MPIDI_PART_global.poll_seen) ||

@@ -598,47 +598,193 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
 }
 
 
+/* A message a kept block took, still arriving into the scratch memory behind it. */
+typedef struct MPIDI_PART_catch {
+    struct MPIDI_PART_catch *next;
+    MPIR_Request *rreq;
+} MPIDI_PART_catch_t;
+
+/* A kept block takes what comes this often (a rendezvous message of an iteration its
+ * receive never started waits that long for it) */
+#define DRAIN_PERIOD_NS 1000000
+
 void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op)
 {
     reqs_hold(op, 0);
-}
-
-/* Take what arrived on one (communicator, tag) of a kept block, into a scratch buffer. */
-static void drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag)
-{
-    for (;;) {
-        int flag = 0;
-        MPIR_Request *msg = NULL, *rreq = NULL;
-        MPI_Status status;
-        if (MPID_Improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET, &flag, &msg,
-                         &status) != MPI_SUCCESS || !flag)
-            return;
-        MPI_Aint bytes = MPIR_STATUS_GET_COUNT(status);
-        void *scratch = MPL_malloc(bytes > 0 ? bytes : 1, MPL_MEM_OTHER);
-        if (scratch == NULL || MPID_Imrecv(scratch, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
-            MPL_free(scratch);  /* (the matched message stays with MPICH) */
-            return;
-        }
-        while (!MPIR_Request_is_complete(rreq))
-            if (MPID_Progress_test(NULL) != MPI_SUCCESS)
-                return; /* scratch stays: MPICH may still write into it */
-        MPIR_Request_free(rreq);
-        MPL_free(scratch);
+    if (op->tags_kept == 1) {
+        /* until its sender's WITHDRAW: a send that ran an iteration after this receive's
+         * last (the program's error) waits for its messages to be received when they are
+         * above the eager limit, so the progress hook takes them (MPIDI_PART_tag_drain) */
+        op->u.tag.dnext = MPIDI_PART_global.draining;
+        MPIDI_PART_global.draining = op;
+        MPIDI_PART_set_work(MPIDI_PART_WORK_DRAIN);
     }
 }
 
-void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op)
+void MPIDI_PART_tag_unkeep_locked(MPIDI_PART_op_t * op)
+{
+    for (MPIDI_PART_op_t ** pp = &MPIDI_PART_global.draining; *pp; pp = &(*pp)->u.tag.dnext)
+        if (*pp == op) {
+            *pp = op->u.tag.dnext;
+            break;
+        }
+}
+
+/* One message that came on (comm, tag) for a kept block; no progress (the hook calls it
+ * from inside MPICH's progress). 1: *msg is it. */
+static int probe_kept(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, MPIR_Request ** msg,
+                      MPI_Status * status)
+{
+    int flag = 0, err;
+    if (MPIDI_is_self_comm(comm))
+        err = MPIDI_Self_improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET, &flag, msg,
+                                 status);
+    else
+        err = MPIDI_improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
+                            MPIDIU_comm_rank_to_av(comm, op->peer), &flag, msg, status);
+    return err == MPI_SUCCESS && flag;
+}
+
+/* Take what came on one (communicator, tag) of a kept block into scratch memory. wait
+ * (MPI_Finalize): until each has arrived; else each goes on the list of catches. */
+static void drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
+{
+    for (;;) {
+        MPIR_Request *msg = NULL, *rreq = NULL;
+        MPI_Status status;
+        if (!probe_kept(op, comm, tag, &msg, &status))
+            return;
+        MPI_Aint bytes = MPIR_STATUS_GET_COUNT(status);
+        /* the catch and its scratch memory in one allocation */
+        MPIDI_PART_catch_t *c = MPL_malloc(sizeof(*c) + (bytes > 0 ? bytes : 1),
+                                           MPL_MEM_OTHER);
+        if (c == NULL || MPID_Imrecv(c + 1, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
+            MPL_free(c);        /* (the matched message stays with MPICH) */
+            return;
+        }
+        if (!wait) {
+            c->rreq = rreq;
+            MPIDI_PART_LOCK();
+            c->next = MPIDI_PART_global.catches;
+            MPIDI_PART_global.catches = c;
+            MPIDI_PART_UNLOCK();
+            continue;
+        }
+        while (!MPIR_Request_is_complete(rreq))
+            if (MPID_Progress_test(NULL) != MPI_SUCCESS)
+                return; /* c stays: MPICH may still write into it */
+        MPIR_Request_free(rreq);
+        MPL_free(c);
+    }
+}
+
+/* Every (communicator, tag) a kept block's messages come on. */
+static void drain_block(MPIDI_PART_op_t * op, int wait)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
     if (t->base < 0)
         return;
     /* the first plan's messages (a re-plan has no more) */
     for (int64_t tag = t->base; tag < t->base + t->nwreq; tag++) {
-        drain_tag(op, op->comm, (int) tag);
+        drain_tag(op, op->comm, (int) tag, wait);
         for (int v = 0; t->vcomm && v < t->nvcis; v++)
             if (t->vcomm[v])
-                drain_tag(op, t->vcomm[v], (int) tag);
+                drain_tag(op, t->vcomm[v], (int) tag, wait);
     }
+}
+
+void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op)
+{
+    drain_block(op, 1);
+}
+
+/* Lock held: unlink the catches that have arrived (into *done). */
+static void catches_arrived_locked(MPIDI_PART_catch_t ** done)
+{
+    for (MPIDI_PART_catch_t ** pp = &MPIDI_PART_global.catches; *pp;) {
+        MPIDI_PART_catch_t *c = *pp;
+        if (MPIR_Request_is_complete(c->rreq)) {
+            *pp = c->next;
+            c->next = *done;
+            *done = c;
+        } else {
+            pp = &c->next;
+        }
+    }
+}
+
+static void catches_free(MPIDI_PART_catch_t * c)
+{
+    while (c) {
+        MPIDI_PART_catch_t *next = c->next;
+        MPIR_Request_free(c->rreq);
+        MPL_free(c);
+        c = next;
+    }
+}
+
+int MPIDI_PART_tag_drain(void)
+{
+    MPIDI_PART_op_t *ops[64];
+    MPIDI_PART_catch_t *done = NULL;
+    int n = 0;
+
+    if (MPL_atomic_cas_int(&MPIDI_PART_global.in_drain, 0, 1) != 0)
+        return MPI_SUCCESS;
+    int64_t now = MPIDI_PART_now_ns();
+    if (now < MPIDI_PART_global.drain_next_ns)
+        goto fn_exit;
+    MPIDI_PART_global.drain_next_ns = now + DRAIN_PERIOD_NS;
+
+    MPIDI_PART_LOCK();
+    catches_arrived_locked(&done);
+    /* a reference each while we probe without the lock (a WITHDRAW may unkeep one) */
+    MPIDI_PART_op_t *op = MPIDI_PART_global.draining;
+    for (; op && n < 64; op = op->u.tag.dnext) {
+        op->refs++;
+        ops[n++] = op;
+    }
+    if (op) {
+        /* more than 64: the rest go first next time */
+        MPIDI_PART_op_t *tail = op;
+        while (tail->u.tag.dnext)
+            tail = tail->u.tag.dnext;
+        tail->u.tag.dnext = MPIDI_PART_global.draining;
+        ops[n - 1]->u.tag.dnext = NULL;
+        MPIDI_PART_global.draining = op;
+    }
+    MPIDI_PART_UNLOCK();
+    catches_free(done);
+
+    for (int i = 0; i < n; i++) {
+        drain_block(ops[i], 0);
+        MPIDI_PART_op_release(ops[i]);
+    }
+
+    MPIDI_PART_LOCK();
+    MPIDI_PART_clear_work(MPIDI_PART_WORK_DRAIN, MPIDI_PART_global.draining != NULL ||
+                          MPIDI_PART_global.catches != NULL);
+    MPIDI_PART_UNLOCK();
+  fn_exit:
+    MPL_atomic_release_store_int(&MPIDI_PART_global.in_drain, 0);
+    return MPI_SUCCESS;
+}
+
+void MPIDI_PART_tag_drain_stop(void)
+{
+    /* a pass of another thread ends first; none starts after (the engine stopped) */
+    while (MPL_atomic_cas_int(&MPIDI_PART_global.in_drain, 0, 1) != 0)
+        MPL_sched_yield();
+    MPIDI_PART_LOCK();
+    MPIDI_PART_global.draining = NULL;  /* MPI_Finalize drains those (quiesce) */
+    MPIDI_PART_catch_t *c = MPIDI_PART_global.catches;
+    MPIDI_PART_global.catches = NULL;
+    MPIDI_PART_UNLOCK();
+    for (MPIDI_PART_catch_t * k = c; k; k = k->next)
+        while (!MPIR_Request_is_complete(k->rreq))
+            if (MPID_Progress_test(NULL) != MPI_SUCCESS)
+                return; /* the rest stay: MPICH may still write into them */
+    catches_free(c);
 }
 
 /* Progress hook, no lock: return the leases of finished iterations and hand free blocks
