@@ -370,6 +370,7 @@ typedef struct MPIDI_PART_global {
     struct MPIDI_PART_catch *catches;
     MPL_atomic_int_t in_drain;  /* a drain pass is running (no re-entry) */
     int64_t drain_next_ns;      /* the next pass's time (under in_drain) */
+    int64_t drain_period_ns;    /* the time between passes (lock) */
 } MPIDI_PART_global_t;
 
 extern MPIDI_PART_global_t MPIDI_PART_global;
@@ -556,6 +557,13 @@ void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op);
 void MPIDI_PART_tag_unkeep_locked(MPIDI_PART_op_t * op);
 /* Progress hook, no lock: kept blocks take the messages that came for them (section 5) */
 int MPIDI_PART_tag_drain(void);
+/* Whether this progress call lets them (MPIDI_PART_tag_drain then runs a pass once its
+ * period has passed): every 256th call of a thread, so no clock read on the others */
+static inline int MPIDI_PART_drain_due(void)
+{
+    static __thread unsigned skips __attribute__ ((tls_model("initial-exec")));
+    return (++skips & 255) == 0;
+}
 /* MPI_Finalize, no lock: no more drain passes; the messages taken have all arrived */
 void MPIDI_PART_tag_drain_stop(void);
 

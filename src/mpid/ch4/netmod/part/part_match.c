@@ -1024,14 +1024,6 @@ static inline int poll_backstop(void)
     return (++skips & 63) == 0;
 }
 
-/* Whether this call lets kept blocks take what came (MPIDI_PART_tag_drain, which runs a
- * pass once a millisecond): every 256th call of a thread. */
-static inline int drain_due(void)
-{
-    static __thread unsigned skips __attribute__ ((tls_model("initial-exec")));
-    return (++skips & 255) == 0;
-}
-
 #ifdef MPIDI_CH4_PART_RDMA
 /* Whether this call reads the RDMA completion queues (README 4b): every call while an
  * operation is busy (part_rdma_busy) or within 1 ms of an iteration's end, otherwise every
@@ -1069,7 +1061,7 @@ int MPIDI_PART_progress(void)
         MPIR_ERR_CHECK(mpi_errno);
     }
 #endif
-    if (unlikely(work & MPIDI_PART_WORK_DRAIN) && drain_due()) {
+    if (unlikely(work & MPIDI_PART_WORK_DRAIN) && MPIDI_PART_drain_due()) {
         mpi_errno = MPIDI_PART_tag_drain();
         MPIR_ERR_CHECK(mpi_errno);
     }

@@ -604,19 +604,25 @@ typedef struct MPIDI_PART_catch {
     MPIR_Request *rreq;
 } MPIDI_PART_catch_t;
 
-/* A kept block takes what comes this often (a rendezvous message of an iteration its
- * receive never started waits that long for it) */
+/* A kept block takes what comes at most this often; after a pass that took nothing the
+ * period doubles up to DRAIN_PERIOD_MAX_NS (a rendezvous message of an iteration its
+ * receive never started waits that long at most; a correct program's kept block, which
+ * gets nothing, costs its probes that seldom) */
 #define DRAIN_PERIOD_NS 1000000
+#define DRAIN_PERIOD_MAX_NS 64000000
 
 void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op)
 {
     reqs_hold(op, 0);
-    if (op->tags_kept == 1) {
-        /* until its sender's WITHDRAW: a send that ran an iteration after this receive's
-         * last (the program's error) waits for its messages to be received when they are
-         * above the eager limit, so the progress hook takes them (MPIDI_PART_tag_drain) */
+    /* until its sender's WITHDRAW: a send that ran an iteration after this receive's last
+     * (the program's error) waits for its messages to be received when they are above the
+     * eager limit, so the progress hook takes them (MPIDI_PART_tag_drain). Not on a
+     * communicator of one process: MPICH's self messages match without the context
+     * offset, so a probe there could take the program's own messages. */
+    if (op->tags_kept == 1 && !MPIDI_is_self_comm(op->comm)) {
         op->u.tag.dnext = MPIDI_PART_global.draining;
         MPIDI_PART_global.draining = op;
+        MPIDI_PART_global.drain_period_ns = DRAIN_PERIOD_NS;
         MPIDI_PART_set_work(MPIDI_PART_WORK_DRAIN);
     }
 }
@@ -630,38 +636,65 @@ void MPIDI_PART_tag_unkeep_locked(MPIDI_PART_op_t * op)
         }
 }
 
-/* One message that came on (comm, tag) for a kept block; no progress (the hook calls it
- * from inside MPICH's progress). 1: *msg is it. */
-static int probe_kept(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, MPIR_Request ** msg,
-                      MPI_Status * status)
+/* The size of the first message that came on (comm, tag) for a kept block, left queued;
+ * -1: none. wait (MPI_Finalize): MPID_Iprobe, whose progress after an empty probe brings in
+ * what is still on its way for the next tags (UCX warned about those at finalize
+ * otherwise); else no progress (the hook runs inside MPICH's progress). */
+static MPI_Aint peek_kept(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
 {
     int flag = 0, err;
+    MPI_Status status;
+    if (wait)
+        err = MPID_Iprobe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET, &flag, &status);
+    else if (MPIDI_is_self_comm(comm))
+        return -1;
+    else
+        err = MPIDI_iprobe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
+                           MPIDIU_comm_rank_to_av(comm, op->peer), &flag, &status);
+    return err == MPI_SUCCESS && flag ? MPIR_STATUS_GET_COUNT(status) : -1;
+}
+
+/* Dequeue that message (only the thread that drains probes these tags: it is the one
+ * peek_kept saw); 1: *msg is it. */
+static int take_kept(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, MPIR_Request ** msg)
+{
+    int flag = 0, err;
+    MPI_Status status;
     if (MPIDI_is_self_comm(comm))
         err = MPIDI_Self_improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET, &flag, msg,
-                                 status);
+                                 &status);
     else
         err = MPIDI_improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
-                            MPIDIU_comm_rank_to_av(comm, op->peer), &flag, msg, status);
+                            MPIDIU_comm_rank_to_av(comm, op->peer), &flag, msg, &status);
     return err == MPI_SUCCESS && flag;
 }
 
 /* Take what came on one (communicator, tag) of a kept block into scratch memory. wait
- * (MPI_Finalize): until each has arrived; else each goes on the list of catches. */
-static void drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
+ * (MPI_Finalize): until each has arrived; else each goes on the list of catches. The
+ * memory is had before the message is dequeued: without it the message stays queued (for
+ * the next pass). Returns how many it took. */
+static int drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
 {
+    int took = 0;
     for (;;) {
         MPIR_Request *msg = NULL, *rreq = NULL;
-        MPI_Status status;
-        if (!probe_kept(op, comm, tag, &msg, &status))
-            return;
-        MPI_Aint bytes = MPIR_STATUS_GET_COUNT(status);
+        MPI_Aint bytes = peek_kept(op, comm, tag, wait);
+        if (bytes < 0)
+            return took;
         /* the catch and its scratch memory in one allocation */
         MPIDI_PART_catch_t *c = MPL_malloc(sizeof(*c) + (bytes > 0 ? bytes : 1),
                                            MPL_MEM_OTHER);
-        if (c == NULL || MPID_Imrecv(c + 1, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
-            MPL_free(c);        /* (the matched message stays with MPICH) */
-            return;
+        if (c == NULL)
+            return took;
+        if (!take_kept(op, comm, tag, &msg)) {
+            MPL_free(c);
+            return took;
         }
+        if (MPID_Imrecv(c + 1, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
+            MPL_free(c);        /* (the dequeued message is lost: MPICH's error) */
+            return took;
+        }
+        took++;
         if (!wait) {
             c->rreq = rreq;
             MPIDI_PART_LOCK();
@@ -672,25 +705,36 @@ static void drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
         }
         while (!MPIR_Request_is_complete(rreq))
             if (MPID_Progress_test(NULL) != MPI_SUCCESS)
-                return; /* c stays: MPICH may still write into it */
+                return took;    /* c stays: MPICH may still write into it */
         MPIR_Request_free(rreq);
         MPL_free(c);
     }
 }
 
-/* Every (communicator, tag) a kept block's messages come on. */
-static void drain_block(MPIDI_PART_op_t * op, int wait)
+/* The (communicator, tag) pairs a kept block's messages come on: each tag on the
+ * communicator view of its message's VCI (a pass of the hook), or on every view
+ * (MPI_Finalize: a re-plan may have moved messages). Returns how many it took. */
+static int drain_block(MPIDI_PART_op_t * op, int wait)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
+    int took = 0;
     if (t->base < 0)
-        return;
+        return 0;
     /* the first plan's messages (a re-plan has no more) */
-    for (int64_t tag = t->base; tag < t->base + t->nwreq; tag++) {
-        drain_tag(op, op->comm, (int) tag, wait);
-        for (int v = 0; t->vcomm && v < t->nvcis; v++)
-            if (t->vcomm[v])
-                drain_tag(op, t->vcomm[v], (int) tag, wait);
+    for (int m = 0; m < t->nwreq; m++) {
+        int tag = (int) (t->base + m);
+        if (!t->vcomm)
+            took += drain_tag(op, op->comm, tag, wait);
+        else if (!wait) {
+            if (t->vcomm[t->msg_vci[m]])
+                took += drain_tag(op, t->vcomm[t->msg_vci[m]], tag, 0);
+        }
+        else
+            for (int v = 0; v < t->nvcis; v++)
+                if (t->vcomm[v])
+                    took += drain_tag(op, t->vcomm[v], tag, 1);
     }
+    return took;
 }
 
 void MPIDI_PART_tag_drain_kept(MPIDI_PART_op_t * op)
@@ -727,14 +771,13 @@ int MPIDI_PART_tag_drain(void)
 {
     MPIDI_PART_op_t *ops[64];
     MPIDI_PART_catch_t *done = NULL;
-    int n = 0;
+    int n = 0, took = 0;
 
     if (MPL_atomic_cas_int(&MPIDI_PART_global.in_drain, 0, 1) != 0)
         return MPI_SUCCESS;
     int64_t now = MPIDI_PART_now_ns();
     if (now < MPIDI_PART_global.drain_next_ns)
         goto fn_exit;
-    MPIDI_PART_global.drain_next_ns = now + DRAIN_PERIOD_NS;
 
     MPIDI_PART_LOCK();
     catches_arrived_locked(&done);
@@ -757,11 +800,18 @@ int MPIDI_PART_tag_drain(void)
     catches_free(done);
 
     for (int i = 0; i < n; i++) {
-        drain_block(ops[i], 0);
+        took += drain_block(ops[i], 0);
         MPIDI_PART_op_release(ops[i]);
     }
 
     MPIDI_PART_LOCK();
+    int64_t period = MPIDI_PART_global.drain_period_ns;
+    if (took > 0 || n == 64)
+        period = DRAIN_PERIOD_NS;
+    else if (period < DRAIN_PERIOD_MAX_NS)
+        period *= 2;
+    MPIDI_PART_global.drain_period_ns = period;
+    MPIDI_PART_global.drain_next_ns = now + period;
     MPIDI_PART_clear_work(MPIDI_PART_WORK_DRAIN, MPIDI_PART_global.draining != NULL ||
                           MPIDI_PART_global.catches != NULL);
     MPIDI_PART_UNLOCK();
@@ -1072,9 +1122,13 @@ static int tag_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
 {
     int vci = op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
     int mpi_errno = MPIDI_PART_vci_progress_one(vci);
-    if (mpi_errno == MPI_SUCCESS &&
-        (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
+    int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
+    if (mpi_errno == MPI_SUCCESS && (work & MPIDI_PART_WORK_HANDSHAKE))
         mpi_errno = MPIDI_PART_handshake();
+    /* (a thread that only polls MPI_Parrived must let kept blocks take what came too) */
+    if (mpi_errno == MPI_SUCCESS && unlikely(work & MPIDI_PART_WORK_DRAIN) &&
+        MPIDI_PART_drain_due())
+        mpi_errno = MPIDI_PART_tag_drain();
     *done = tag_test_msg(op, m);
     return mpi_errno;
 }
