@@ -44,6 +44,9 @@
  * - MPI_Parrived: partition -1, partitions and INT_MIN on an active receive -> MPI_ERR_ARG
  *   ("partition"); a NULL flag pointer -> MPI_ERR_ARG ("flag") on an active request, an
  *   inactive one and MPI_REQUEST_NULL.
+ * - MPI_Startall with one partitioned request twice (first iteration and a later one) ->
+ *   MPI_ERR_REQUEST ("active"); the iteration the first entry began completes with correct
+ *   data, and so do the next (MPI_Start, MPI_Startall of one request).
  * - Wrong request kinds: MPI_Pready/_range/_list on an active MPI_Isend request and on an
  *   MPI_Send_init request (inactive and active) -> MPI_ERR_REQUEST ("partitioned send
  *   request"); MPI_Parrived on an MPI_Irecv request, an MPI_Recv_init request (inactive,
@@ -695,6 +698,51 @@ static void pready_errors(void)
     pair_sync();
 }
 
+/* ---- MPI_Startall with one request twice ------------------------------------------------ */
+
+/* The second start of the same partitioned request in one MPI_Startall -> MPI_ERR_REQUEST
+ * naming an active request (MPICH's binding checks each entry before any starts, so only
+ * the engine sees the duplicate); the iteration the first start began goes on and
+ * completes with correct data, and so do the next ones (MPI_Start, then MPI_Startall of
+ * the request once). In the first iteration (before the plan) and in a later one. */
+static void startall_twice(void)
+{
+    const int tag = 50, n = NP * PC;
+    char w[200];
+    int *buf = galloc(n * sizeof(int), "startall buffer");
+    MPI_Request req, two[2];
+
+    if (rank == 0)
+        MPI_Psend_init(buf, NP, PC, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
+    else
+        MPI_Precv_init(buf, NP, PC, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
+    for (int it = 0; it < 6; it++) {
+        int twice = it == 0 || it == 3;
+        if (rank == 0)
+            fill(buf, n, tag, it);
+        else
+            memset(buf, 0, n * sizeof(int));
+        two[0] = two[1] = req;
+        snprintf(w, sizeof(w), "MPI_Startall with one request twice (iteration %d)", it);
+        if (twice)
+            expect(MPI_Startall(2, two), MPI_ERR_REQUEST, "active", w);
+        else if (it == 4)
+            expect(MPI_Startall(1, two), MPI_SUCCESS, NULL, "MPI_Startall of one request");
+        else
+            expect(MPI_Start(&req), MPI_SUCCESS, NULL, "MPI_Start");
+        if (rank == 0)
+            expect(MPI_Pready_range(0, NP - 1, req), MPI_SUCCESS, NULL,
+                   "MPI_Pready_range after MPI_Startall");
+        snprintf(w, sizeof(w), "MPI_Wait after MPI_Startall (iteration %d)", it);
+        expect(wait_deadline(&req, MPI_STATUS_IGNORE, 20.0, w), MPI_SUCCESS, NULL, w);
+        if (rank == 1)
+            check(buf, n, tag, it, "data after MPI_Startall with one request twice");
+    }
+    MPI_Request_free(&req);
+    gfree(buf);
+    pair_sync();
+}
+
 /* ---- requests of the wrong kind --------------------------------------------------------- */
 
 static void wrong_kind(void)
@@ -914,6 +962,7 @@ int main(int argc, char *argv[])
 
     init_errors();
     pready_errors();
+    startall_twice();
     wrong_kind();
     type_freed_after_init();
     comm_freed_live();

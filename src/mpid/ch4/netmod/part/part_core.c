@@ -659,6 +659,10 @@ int MPIDI_PART_start(MPIR_Request * request)
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
     int action = -1;    /* -1: the iteration has not begun */
 
+    /* MPI_Startall with this request twice (MPICH's binding checks every entry before any
+     * starts, and MPI_Start checks its one): the iteration the first began goes on */
+    MPIR_ERR_CHKANDJUMP(unlikely(MPIR_Part_request_is_active(request)), mpi_errno,
+                        MPI_ERR_REQUEST, "**partstartactive");
     MPIR_cc_set(request->cc_ptr, 1);
     direct_catch_up(op);
     if (likely(steady_tag(op))) {
