@@ -11,6 +11,12 @@
  *   with MPI_Parrived until every partition has arrived (checking each partition's bytes as
  *   soon as it is reported), or, every other iteration, completed with MPI_Wait directly;
  *   then both requests are completed and every byte is checked.
+ * - A program's wildcard receive (MPI_ANY_SOURCE, MPI_ANY_TAG) posted on the same
+ *   communicator before the operations and left pending while they run: it must not take
+ *   any of their wire messages (it stays pending), and it then receives the program's own
+ *   message, checked. On MPI_COMM_SELF, MPICH's path for a communicator of one process
+ *   matched without the engine's context offset: the receive took the first wire message
+ *   and the operation never completed (the 20-s stop).
  * A receive that does not arrive within 20 s is reported and aborts the job.
  */
 
@@ -142,6 +148,33 @@ static void run_case(MPI_Comm comm, int peer, int c, int spart, int rpart, int r
     free(rbuf);
 }
 
+/* run_case with a program's wildcard receive pending on comm all along */
+static void run_with_wildcard(MPI_Comm comm, int peer, int iters, const char *cname)
+{
+    int ubuf[4] = { 0, 0, 0, 0 }, msg[4] = { 11, 22, 33, 44 }, flag = 0;
+    MPI_Request u, s;
+    MPI_Status st;
+
+    MPI_Irecv(ubuf, 4, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &u);
+    run_case(comm, peer, 6, 8, 4, 1, iters, cname);
+    run_case(comm, peer, 7, 1, 1, 0, iters, cname);
+    MPI_Test(&u, &flag, &st);
+    if (flag) {
+        fprintf(stderr, "rank %d %s: the program's wildcard receive matched a message of the "
+                "partitioned operations (tag %d)\n", rank, cname, st.MPI_TAG);
+        errs++;
+        return;
+    }
+    MPI_Isend(msg, 4, MPI_INT, peer, 999, comm, &s);
+    MPI_Wait(&s, MPI_STATUS_IGNORE);
+    MPI_Wait(&u, &st);
+    if (st.MPI_TAG != 999 || memcmp(ubuf, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "rank %d %s: the wildcard receive got tag %d, %d %d %d %d\n", rank,
+                cname, st.MPI_TAG, ubuf[0], ubuf[1], ubuf[2], ubuf[3]);
+        errs++;
+    }
+}
+
 int main(int argc, char *argv[])
 {
     static const int geo[][2] = { {1, 1}, {8, 4}, {3, 6}, {16, 16}, {5, 9}, {32, 1} };
@@ -159,6 +192,9 @@ int main(int argc, char *argv[])
         run_case(MPI_COMM_WORLD, rank, g, geo[g][0], geo[g][1], (g + 1) % 2, iters,
                  "MPI_COMM_WORLD (dest = own rank)");
     }
+    run_with_wildcard(MPI_COMM_SELF, 0, iters, "MPI_COMM_SELF, a wildcard receive pending");
+    run_with_wildcard(MPI_COMM_WORLD, rank, iters,
+                      "MPI_COMM_WORLD (dest = own rank), a wildcard receive pending");
 
     MTest_Finalize(errs);
     return MTestReturnValue(errs);

@@ -369,7 +369,8 @@ typedef struct MPIDI_PART_global {
     MPIDI_PART_op_t *draining;
     struct MPIDI_PART_catch *catches;
     MPL_atomic_int_t in_drain;  /* a drain pass is running (no re-entry) */
-    int64_t drain_next_ns;      /* the next pass's time (under in_drain) */
+    int64_t drain_next_ns;      /* the next pass's time (relaxed atomic: the pass sets it,
+                                 * a newly kept block brings it forward) */
     int64_t drain_period_ns;    /* the time between passes (lock) */
 } MPIDI_PART_global_t;
 

@@ -1,5 +1,6 @@
 /*
- * part_tag.c: the tag transport. Each wire message is one MPID_Isend/MPID_Irecv on the
+ * part_tag.c: the tag transport. Each wire message is one netmod isend/irecv (ch4's
+ * MPIDI_isend/MPIDI_irecv: MPID_Isend/MPID_Irecv without the self path, wire_isend) on the
  * communicator's private engine context (part_impl.h) with tag base + m, where base names a
  * block of tags the receive operation holds (part_tagspace.[ch]). An operation holds its
  * block for life ("permanent": no control message after the first iteration) while fewer
@@ -262,6 +263,59 @@ static inline int32_t msg_slot(const MPIDI_PART_tagop_t * t, int m, int32_t * np
 
 /* ---- wire messages ------------------------------------------------------------------- */
 
+/* The engine's point-to-point calls: MPID_Isend / MPID_Irecv / MPID_Cancel_recv without
+ * ch4's path for a communicator of one process (MPI_COMM_SELF, or any of size 1). That path
+ * (ch4_self.c) matches on the communicator and tag alone, without the context offset, so a
+ * program's MPI_ANY_TAG receive on the communicator took the engine's wire messages (and
+ * the operation never completed; part_self). Every wire message goes through the netmod,
+ * whose loopback keeps the offset. */
+static inline int wire_isend(const void *buf, MPI_Aint count, MPI_Datatype dt, int rank,
+                             int tag, MPIR_Comm * comm, MPIR_Request ** req)
+{
+    return MPIDI_isend(buf, count, dt, rank, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
+                       MPIDIU_comm_rank_to_av(comm, rank), req);
+}
+
+static inline int wire_irecv(void *buf, MPI_Aint count, MPI_Datatype dt, int rank, int tag,
+                             MPIR_Comm * comm, MPIR_Request ** req)
+{
+    return MPIDI_irecv(buf, count, dt, rank, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
+                       MPIDIU_comm_rank_to_av(comm, rank), req);
+}
+
+/* A message the netmod's probe dequeued (MPIDI_improbe), received into buf
+ * (MPID_Imrecv would hand one on such a communicator to ch4's self path) */
+static inline int wire_imrecv(void *buf, MPI_Aint count, MPI_Datatype dt, MPIR_Request * msg,
+                              MPIR_Request ** rreq)
+{
+    MPIR_Assert(msg->kind == MPIR_REQUEST_KIND__MPROBE);
+    msg->kind = MPIR_REQUEST_KIND__RECV;
+    *rreq = msg;
+    return MPIDI_imrecv(buf, count, dt, msg);
+}
+
+/* (MPID_Cancel_recv would look for a receive on such a communicator in ch4's self queue) */
+static void wire_cancel_recv(MPIR_Request * r)
+{
+    if (!(r->comm && MPIDI_is_self_comm(r->comm))) {
+        MPID_Cancel_recv(r);
+        return;
+    }
+#if MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__VCI
+    int vci = MPIDI_Request_get_vci(r);
+#endif
+    MPID_THREAD_CS_ENTER_REC_VCI(MPIDI_VCI(vci).lock);
+#ifdef MPIDI_CH4_DIRECT_NETMOD
+    MPIDI_NM_mpi_cancel_recv(r);
+#else
+    if (MPIDI_REQUEST(r, is_local))
+        MPIDI_SHM_mpi_cancel_recv(r);
+    else
+        MPIDI_NM_mpi_cancel_recv(r);
+#endif
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(vci).lock);
+}
+
 static int tag_test_msg(MPIDI_PART_op_t * op, int m)
 {
     if (__atomic_load_n(&op->direct, __ATOMIC_RELAXED)) {
@@ -305,8 +359,8 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
  * carries the message. Only with one VCI in the process (every completion of the message
  * runs under VCI 0's lock, in the netmod's or shared memory's progress or inline in
  * MPID_Irecv); with several, the shared-memory path may map VCIs onto fewer queues. Not on
- * a communicator of one process either: ch4's self path (ch4_self.c) completes a receive by
- * zeroing its own counter, not through cc_ptr.
+ * a communicator of one process either (kept from when its messages took ch4's self path,
+ * which completes a receive by zeroing its own counter, not through cc_ptr).
  * Whether it armed (op->direct) and the request (its slot) are recorded under that lock
  * too: once the lock is released the message may complete the request in another thread
  * and the program start the next iteration (which reads op->direct and frees the slot's
@@ -353,13 +407,11 @@ static int post_pieces(MPIDI_PART_op_t * op, int m, int32_t first, int32_t npart
         MPIR_Request *r = NULL;
         MPI_Aint len = MPIDI_PART_split_piece(bytes, t->split, np, j);
         if (op->is_send)
-            mpi_errno = MPID_Isend(p + j * t->split, len, MPI_BYTE, op->peer,
-                                   (int) (t->base + m), MPIDI_PART_msg_comm(op, m),
-                                   MPIDI_PART_CONTEXT_OFFSET, &r);
+            mpi_errno = wire_isend(p + j * t->split, len, MPI_BYTE, op->peer,
+                                   (int) (t->base + m), MPIDI_PART_msg_comm(op, m), &r);
         else
-            mpi_errno = MPID_Irecv(p + j * t->split, len, MPI_BYTE, op->peer,
-                                   (int) (t->base + m), MPIDI_PART_msg_comm(op, m),
-                                   MPIDI_PART_CONTEXT_OFFSET, &r);
+            mpi_errno = wire_irecv(p + j * t->split, len, MPI_BYTE, op->peer,
+                                   (int) (t->base + m), MPIDI_PART_msg_comm(op, m), &r);
         MPIR_ERR_CHECK(mpi_errno);
         __atomic_store_n(&t->wreq[s + j], r, __ATOMIC_RELEASE);
     }
@@ -379,9 +431,9 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
     int32_t np, s = msg_slot(t, m, &np);
     MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
     if (np == 1) {
-        mpi_errno = MPID_Isend(op->buf + first * op->part_extent, nparts * op->count,
+        mpi_errno = wire_isend(op->buf + first * op->part_extent, nparts * op->count,
                                op->datatype, op->peer, (int) (t->base + m),
-                               MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET, &r);
+                               MPIDI_PART_msg_comm(op, m), &r);
         MPIR_ERR_CHECK(mpi_errno);
         __atomic_store_n(&t->wreq[s], r, __ATOMIC_RELEASE);
     } else {
@@ -414,9 +466,9 @@ static int post_recvs(MPIDI_PART_op_t * op)
             MPIR_ERR_CHECK(mpi_errno);
             continue;
         }
-        mpi_errno = MPID_Irecv(op->buf + first * op->part_extent, nparts * op->count,
+        mpi_errno = wire_irecv(op->buf + first * op->part_extent, nparts * op->count,
                                op->datatype, op->peer, (int) (t->base + m),
-                               MPIDI_PART_msg_comm(op, m), MPIDI_PART_CONTEXT_OFFSET, &r);
+                               MPIDI_PART_msg_comm(op, m), &r);
         MPIR_ERR_CHECK(mpi_errno);
         if (n == 1)
             direct = direct_arm(op, r, s);      /* publishes r */
@@ -587,7 +639,7 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
         }
         MPIDI_PART_UNLOCK();
         for (int i = 0; i < n; i++) {
-            MPID_Cancel_recv(reqs[i]);  /* an error leaves it posted: nothing better to do */
+            wire_cancel_recv(reqs[i]);  /* an error leaves it posted: nothing better to do */
             MPIR_Request_free(reqs[i]);
         }
         if (n > 0)
@@ -616,13 +668,13 @@ void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op)
     reqs_hold(op, 0);
     /* until its sender's WITHDRAW: a send that ran an iteration after this receive's last
      * (the program's error) waits for its messages to be received when they are above the
-     * eager limit, so the progress hook takes them (MPIDI_PART_tag_drain). Not on a
-     * communicator of one process: MPICH's self messages match without the context
-     * offset, so a probe there could take the program's own messages. */
-    if (op->tags_kept == 1 && !MPIDI_is_self_comm(op->comm)) {
+     * eager limit, so the progress hook takes them (MPIDI_PART_tag_drain) */
+    if (op->tags_kept == 1) {
         op->u.tag.dnext = MPIDI_PART_global.draining;
         MPIDI_PART_global.draining = op;
+        /* the next pass soon, and passes once a millisecond again */
         MPIDI_PART_global.drain_period_ns = DRAIN_PERIOD_NS;
+        __atomic_store_n(&MPIDI_PART_global.drain_next_ns, 0, __ATOMIC_RELAXED);
         MPIDI_PART_set_work(MPIDI_PART_WORK_DRAIN);
     }
 }
@@ -637,34 +689,30 @@ void MPIDI_PART_tag_unkeep_locked(MPIDI_PART_op_t * op)
 }
 
 /* The size of the first message that came on (comm, tag) for a kept block, left queued;
- * -1: none. wait (MPI_Finalize): MPID_Iprobe, whose progress after an empty probe brings in
- * what is still on its way for the next tags (UCX warned about those at finalize
- * otherwise); else no progress (the hook runs inside MPICH's progress). */
+ * -1: none. The netmod's probe (the wire messages' path, wire_isend), without progress (a
+ * pass runs inside MPICH's progress). wait (MPI_Finalize): progress after an empty probe,
+ * which brings in what is still on its way for the next tags (UCX warned about those at
+ * finalize otherwise). */
 static MPI_Aint peek_kept(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
 {
-    int flag = 0, err;
+    int flag = 0;
     MPI_Status status;
-    if (wait)
-        err = MPID_Iprobe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET, &flag, &status);
-    else if (MPIDI_is_self_comm(comm))
-        return -1;
-    else
-        err = MPIDI_iprobe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
+    int err = MPIDI_iprobe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
                            MPIDIU_comm_rank_to_av(comm, op->peer), &flag, &status);
-    return err == MPI_SUCCESS && flag ? MPIR_STATUS_GET_COUNT(status) : -1;
+    if (err == MPI_SUCCESS && flag)
+        return MPIR_STATUS_GET_COUNT(status);
+    if (wait)
+        MPID_Progress_test(NULL);
+    return -1;
 }
 
 /* Dequeue that message (only the thread that drains probes these tags: it is the one
  * peek_kept saw); 1: *msg is it. */
 static int take_kept(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, MPIR_Request ** msg)
 {
-    int flag = 0, err;
+    int flag = 0;
     MPI_Status status;
-    if (MPIDI_is_self_comm(comm))
-        err = MPIDI_Self_improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET, &flag, msg,
-                                 &status);
-    else
-        err = MPIDI_improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
+    int err = MPIDI_improbe(op->peer, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
                             MPIDIU_comm_rank_to_av(comm, op->peer), &flag, msg, &status);
     return err == MPI_SUCCESS && flag;
 }
@@ -690,7 +738,7 @@ static int drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
             MPL_free(c);
             return took;
         }
-        if (MPID_Imrecv(c + 1, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
+        if (wire_imrecv(c + 1, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
             MPL_free(c);        /* (the dequeued message is lost: MPICH's error) */
             return took;
         }
@@ -713,26 +761,29 @@ static int drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
 
 /* The (communicator, tag) pairs a kept block's messages come on: each tag on the
  * communicator view of its message's VCI (a pass of the hook), or on every view
- * (MPI_Finalize: a re-plan may have moved messages). Returns how many it took. */
+ * (MPI_Finalize, and a pass while the re-plan is still ahead: the send's orphaned iteration
+ * may be the re-plan's, whose layout maps messages to other VCIs and never reached this
+ * freed receive). Returns how many it took. */
 static int drain_block(MPIDI_PART_op_t * op, int wait)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
     int took = 0;
     if (t->base < 0)
         return 0;
+    if (!wait && t->vcomm && MPIDI_PART_replan_ahead(op))
+        wait = 2;       /* every view, without waiting */
     /* the first plan's messages (a re-plan has no more) */
     for (int m = 0; m < t->nwreq; m++) {
         int tag = (int) (t->base + m);
         if (!t->vcomm)
-            took += drain_tag(op, op->comm, tag, wait);
+            took += drain_tag(op, op->comm, tag, wait == 1);
         else if (!wait) {
             if (t->vcomm[t->msg_vci[m]])
                 took += drain_tag(op, t->vcomm[t->msg_vci[m]], tag, 0);
-        }
-        else
+        } else
             for (int v = 0; v < t->nvcis; v++)
                 if (t->vcomm[v])
-                    took += drain_tag(op, t->vcomm[v], tag, 1);
+                    took += drain_tag(op, t->vcomm[v], tag, wait == 1);
     }
     return took;
 }
@@ -776,7 +827,7 @@ int MPIDI_PART_tag_drain(void)
     if (MPL_atomic_cas_int(&MPIDI_PART_global.in_drain, 0, 1) != 0)
         return MPI_SUCCESS;
     int64_t now = MPIDI_PART_now_ns();
-    if (now < MPIDI_PART_global.drain_next_ns)
+    if (now < __atomic_load_n(&MPIDI_PART_global.drain_next_ns, __ATOMIC_RELAXED))
         goto fn_exit;
 
     MPIDI_PART_LOCK();
@@ -787,6 +838,7 @@ int MPIDI_PART_tag_drain(void)
         op->refs++;
         ops[n++] = op;
     }
+    int rotated = op != NULL;
     if (op) {
         /* more than 64: the rest go first next time */
         MPIDI_PART_op_t *tail = op;
@@ -806,12 +858,12 @@ int MPIDI_PART_tag_drain(void)
 
     MPIDI_PART_LOCK();
     int64_t period = MPIDI_PART_global.drain_period_ns;
-    if (took > 0 || n == 64)
+    if (took > 0 || rotated)
         period = DRAIN_PERIOD_NS;
     else if (period < DRAIN_PERIOD_MAX_NS)
         period *= 2;
     MPIDI_PART_global.drain_period_ns = period;
-    MPIDI_PART_global.drain_next_ns = now + period;
+    __atomic_store_n(&MPIDI_PART_global.drain_next_ns, now + period, __ATOMIC_RELAXED);
     MPIDI_PART_clear_work(MPIDI_PART_WORK_DRAIN, MPIDI_PART_global.draining != NULL ||
                           MPIDI_PART_global.catches != NULL);
     MPIDI_PART_UNLOCK();
