@@ -47,6 +47,9 @@
  * - MPI_Startall with one partitioned request twice (first iteration and a later one) ->
  *   MPI_ERR_REQUEST ("active"); the iteration the first entry began completes with correct
  *   data, and so do the next (MPI_Start, MPI_Startall of one request).
+ * - A buffer at an address whose low 32 bits are all ones (2 partitions of one byte, a
+ *   fixed mapping): MPI_Start and MPI_Startall start it and the bytes arrive (MPICH's
+ *   MPID_Startall took it for an MPI_PROC_NULL persistent request and skipped it).
  * - Wrong request kinds: MPI_Pready/_range/_list on an active MPI_Isend request and on an
  *   MPI_Send_init request (inactive and active) -> MPI_ERR_REQUEST ("partitioned send
  *   request"); MPI_Parrived on an MPI_Irecv request, an MPI_Recv_init request (inactive,
@@ -68,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
 #include "mpitest.h"
@@ -743,6 +747,62 @@ static void startall_twice(void)
     pair_sync();
 }
 
+/* ---- a buffer at an address whose low 32 bits are all ones ------------------------------ */
+
+/* MPICH's MPID_Startall (which MPI_Start calls too) reads the persistent point-to-point
+ * field "rank" of every request before it looks at its kind, and skips the request when
+ * it is MPI_PROC_NULL (-1); for a partitioned request those bytes are the low half of the
+ * buffer's address, so a buffer at 0x....ffffffff was never started (the send's MPI_Pready
+ * then failed: inactive; the receive completed at once with nothing). 2 partitions of one
+ * byte at such an address (a fixed mapping), 3 iterations (MPI_Start, MPI_Startall, and
+ * MPI_Start), the byte checked each time. */
+static void low_half_ones(void)
+{
+    const int tag = 60;
+    char w[200];
+    char *map = MAP_FAILED, *p = NULL;
+    /* an address in user space whose low 32 bits are all ones, in two free pages */
+    for (uintptr_t hi = 0x7e00; hi > 0x7000 && map == MAP_FAILED; hi -= 0x40) {
+        uintptr_t want = (hi << 32) | 0xffffffffu;
+        map = mmap((void *) (want - 4095), 8192, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (map != MAP_FAILED && map != (char *) (want - 4095)) {
+            munmap(map, 8192);  /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+            map = MAP_FAILED;
+        }
+        p = (char *) want;
+    }
+    if (map == MAP_FAILED) {
+        fprintf(stderr, "rank %d: no mapping at an address ending in 0xffffffff\n", rank);
+        errs++;
+        pair_sync();
+        return;
+    }
+    MPI_Request req;
+    int err = rank == 0 ?
+        MPI_Psend_init(p, 2, 1, MPI_BYTE, 1, tag, comm, MPI_INFO_NULL, &req) :
+        MPI_Precv_init(p, 2, 1, MPI_BYTE, 0, tag, comm, MPI_INFO_NULL, &req);
+    expect(err, MPI_SUCCESS, NULL, "init with a buffer at 0x....ffffffff");
+    for (int it = 0; it < 3; it++) {
+        p[0] = rank == 0 ? (char) ('a' + it) : 0;
+        p[1] = rank == 0 ? (char) ('A' + it) : 0;
+        snprintf(w, sizeof(w), "%s of a request whose buffer is at %p (iteration %d)",
+                 it == 1 ? "MPI_Startall" : "MPI_Start", (void *) p, it);
+        expect(it == 1 ? MPI_Startall(1, &req) : MPI_Start(&req), MPI_SUCCESS, NULL, w);
+        if (rank == 0)
+            expect(MPI_Pready_range(0, 1, req), MPI_SUCCESS, NULL, w);
+        expect(wait_deadline(&req, MPI_STATUS_IGNORE, 20.0, w), MPI_SUCCESS, NULL, w);
+        if (rank == 1 && (p[0] != (char) ('a' + it) || p[1] != (char) ('A' + it))) {
+            fprintf(stderr, "rank 1: %s: received %d %d, expected %d %d\n", w, p[0], p[1],
+                    'a' + it, 'A' + it);
+            errs++;
+        }
+    }
+    MPI_Request_free(&req);
+    munmap(map, 8192);
+    pair_sync();
+}
+
 /* ---- requests of the wrong kind --------------------------------------------------------- */
 
 static void wrong_kind(void)
@@ -963,6 +1023,7 @@ int main(int argc, char *argv[])
     init_errors();
     pready_errors();
     startall_twice();
+    low_half_ones();
     wrong_kind();
     type_freed_after_init();
     comm_freed_live();

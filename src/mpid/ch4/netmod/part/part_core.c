@@ -265,7 +265,12 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     MPIR_Comm_add_ref(comm);
     req->comm = comm;
     MPIR_Datatype_add_ref_if_not_builtin(datatype);
-    MPIDI_PART_REQUEST(req, buffer) = buf;
+    /* the engine keeps the buffer in op->buf; this field stays NULL: MPICH's MPID_Startall
+     * (MPI_Start's too) reads every request's persistent point-to-point field "rank",
+     * which lies on its low half, before it looks at the kind, and skips a request whose
+     * "rank" is MPI_PROC_NULL, so a buffer at 0x....ffffffff was never started
+     * (part_badinput) */
+    MPIDI_PART_REQUEST(req, buffer) = NULL;
     MPIDI_PART_REQUEST(req, count) = count;
     MPIDI_PART_REQUEST(req, datatype) = datatype;
     if (is_send) {
