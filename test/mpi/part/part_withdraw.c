@@ -20,11 +20,16 @@
  *   went): MPI_Parrived returns MPI_ERR_REQUEST once the withdrawal came (the receives are
  *   cancelled), and the completion MPI_ERR_REQUEST. "before the plan": rank 0 frees the send
  *   right after MPI_Psend_init (its receiver's PLAN cannot have come), rank 1 had started.
- * - refused (-refuse, with MPIR_CVAR_PART_TAG_MAX_REQUESTS=1, tag transport only): rank 0
- *   has 4 sends of one wire message each; the plan of the 4th to be planned would take it
- *   above 3 requests, so that send fails with MPI_ERR_OTHER (**parttagreqs). Rank 0 names
- *   it to rank 1, whose matching receive must fail with MPI_ERR_OTHER; the other three
- *   carry their data.
+ * - refused (-refuse, with MPIR_CVAR_PART_TAG_MAX_REQUESTS=1 on the tag transport, or the
+ *   testing aid MPIR_CVAR_PART_DEBUG_REFUSE_PLAN=4 on any): rank 0 has 4 sends of one
+ *   wire message each; the plan of the 4th to be planned would take it above 3 requests
+ *   (or the aid refuses it after the transport set it up: over RDMA the backend then
+ *   frees its half-made state), so that send fails with MPI_ERR_OTHER (**parttagreqs,
+ *   **partdebugrefuse). Both start all 4 before waiting for any (over RDMA a send needs its receive's
+ *   credit); rank 0 then names the failed one to rank 1, whose matching receive must have
+ *   failed with MPI_ERR_OTHER; the other three carry their data, and the RDMA backends' registered
+ *   regions (part_ofi_mrs_in_use, part_verbs_mrs_in_use) are back to their start once
+ *   every request is freed.
  * In every scenario the receive buffer of a failed receive must hold its sentinel bytes
  * (nothing landed), and at the end part_ops_live is back to its value at the start on both
  * processes (a withdrawn send is released once answered). A wait longer than 20 s is
@@ -333,13 +338,20 @@ static void scenario_refused(MPI_Comm comm)
                                  &req[k]);
         check_class(err, MPI_SUCCESS, "refused: init");
     }
+    /* every request is started before any is waited for: over RDMA a send completes only
+     * once its receive's MPI_Start gave the credit */
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < COUNT; i++)
+            buf[k][i] = rank == 0 ? val(3, k, i) : SENTINEL;
+        MPI_Start(&req[k]);
+        if (rank == 0)
+            MPI_Pready(0, req[k]);
+    }
     if (rank == 0) {
         for (int k = 0; k < 4; k++) {
-            for (int i = 0; i < COUNT; i++)
-                buf[k][i] = val(3, k, i);
-            MPI_Start(&req[k]);
-            MPI_Pready(0, req[k]);
-            err = complete(&req[k], "refused: send");
+            char what[64];
+            snprintf(what, sizeof(what), "refused: send %d", k);
+            err = complete(&req[k], what);
             if (err != MPI_SUCCESS) {
                 check_class(err, MPI_ERR_OTHER, "refused: the refused send");
                 if (refused >= 0) {
@@ -352,22 +364,24 @@ static void scenario_refused(MPI_Comm comm)
         }
         if (refused < 0) {
             fprintf(stderr, "rank 0: refused: no send failed (MPIR_CVAR_PART_TAG_MAX_REQUESTS "
-                    "not 1?)\n");
+                    "not 1, or MPIR_CVAR_PART_DEBUG_REFUSE_PLAN not 1..4?)\n");
             errs++;
         }
         MPI_Send(&refused, 1, MPI_INT, 1, 99, comm);
     } else {
+        int rerr[4];
+        for (int k = 0; k < 4; k++) {
+            char what[64];
+            snprintf(what, sizeof(what), "refused: receive %d", k);
+            rerr[k] = complete(&req[k], what);
+        }
         MPI_Recv(&refused, 1, MPI_INT, 0, 99, comm, MPI_STATUS_IGNORE);
         for (int k = 0; k < 4; k++) {
-            for (int i = 0; i < COUNT; i++)
-                buf[k][i] = SENTINEL;
-            MPI_Start(&req[k]);
-            err = complete(&req[k], "refused: receive");
             if (k == refused) {
-                check_class(err, MPI_ERR_OTHER, "refused: the refused send's receive");
+                check_class(rerr[k], MPI_ERR_OTHER, "refused: the refused send's receive");
                 check_sentinel(buf[k], COUNT, "refused: the refused send's receive");
             } else {
-                check_class(err, MPI_SUCCESS, "refused: receive");
+                check_class(rerr[k], MPI_SUCCESS, "refused: receive");
                 check_data(buf[k], COUNT, 3, k, "refused: receive");
             }
         }
@@ -405,8 +419,11 @@ int main(int argc, char *argv[])
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     live0 = pv_read("part_ops_live");
 
+    unsigned long long ofi0 = pv_read("part_ofi_mrs_in_use");
+    unsigned long long vrb0 = pv_read("part_verbs_mrs_in_use");
     if (refuse) {
-        if (!rdma_forced())     /* the request budget is the tag transport's */
+        /* the request budget is the tag transport's; the testing aid refuses on any */
+        if (!rdma_forced() || cv_read_int("MPIR_CVAR_PART_DEBUG_REFUSE_PLAN") > 0)
             scenario_refused(comm);
     } else {
         scenario_retry(comm, iters);
@@ -423,6 +440,13 @@ int main(int argc, char *argv[])
     if (live1 != live0) {
         fprintf(stderr, "rank %d: part_ops_live is %llu at the end, %llu at the start\n", rank,
                 live1, live0);
+        errs++;
+    }
+    unsigned long long ofi1 = pv_settle("part_ofi_mrs_in_use", ofi0, 5.0);
+    unsigned long long vrb1 = pv_settle("part_verbs_mrs_in_use", vrb0, 5.0);
+    if (ofi1 != ofi0 || vrb1 != vrb0) {
+        fprintf(stderr, "rank %d: registered regions at the end: libfabric %llu, verbs %llu; "
+                "at the start %llu, %llu\n", rank, ofi1, vrb1, ofi0, vrb0);
         errs++;
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -44,6 +44,19 @@ cvars:
         can free the receive meanwhile and its RELEASE overtake the PLAN
         (threads/part/part_race_release). 0: off.
 
+    - name        : MPIR_CVAR_PART_DEBUG_REFUSE_PLAN
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: the Nth plan this process's sends receive (counted from 1, any
+        transport) is refused after the transport set it up, as when its last step fails:
+        the transport frees what it had set up, the send fails with MPI_ERR_OTHER and its
+        receive with it (test/mpi/part/part_withdraw -refuse=1 over RDMA). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -356,6 +369,13 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     goto fn_exit;
 }
 
+/* Whether this plan is the one MPIR_CVAR_PART_DEBUG_REFUSE_PLAN names. */
+static int debug_refuse_now(void)
+{
+    static int plans = 0;
+    return __atomic_add_fetch(&plans, 1, __ATOMIC_RELAXED) == MPIR_CVAR_PART_DEBUG_REFUSE_PLAN;
+}
+
 /* Sender: the receiver's PLAN arrived (no lock held). */
 static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
 {
@@ -391,6 +411,9 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
         if (!err && op->timer_ns >= 0)
             err = MPIDI_PART_rtimer_setup(op, op->timer_ns);
 #endif
+        if (!err && unlikely(MPIR_CVAR_PART_DEBUG_REFUSE_PLAN > 0) && debug_refuse_now())
+            err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                       MPI_ERR_OTHER, "**partdebugrefuse", 0);
         if (err) {
             op->error = err;
             status = MPIDI_PART_STATUS_ERROR;
