@@ -372,6 +372,7 @@ typedef struct MPIDI_PART_global {
     int64_t drain_next_ns;      /* the next pass's time (relaxed atomic: the pass sets it,
                                  * a newly kept block brings it forward) */
     int64_t drain_period_ns;    /* the time between passes (lock) */
+    int drain_kick;             /* a block was kept since the running pass began (lock) */
 } MPIDI_PART_global_t;
 
 extern MPIDI_PART_global_t MPIDI_PART_global;
@@ -628,6 +629,7 @@ int MPIDI_PART_vci_local(MPIR_Comm * comm);
 int MPIDI_PART_vci_setup(MPIDI_PART_op_t * op, int nvcis, int map_parts, int map_ppt);
 void MPIDI_PART_vci_release(MPIDI_PART_op_t * op);
 int MPIDI_PART_vci_remap(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan);       /* lock held */
+void MPIDI_PART_vci_all_views_locked(MPIDI_PART_op_t * op);
 void MPIDI_PART_vci_finalize(void);
 int MPIDI_PART_vci_progress(uint64_t mask);
 

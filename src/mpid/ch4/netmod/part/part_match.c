@@ -52,8 +52,8 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Testing aid: the Nth plan this process's sends receive (counted from 1, any
-        transport) is refused after the transport set it up, as when its last step fails:
+        Testing aid: the Nth plan with wire messages that this process's sends set up without
+        an error (counted from 1, any transport) is refused then, as when its last step fails:
         the transport frees what it had set up, the send fails with MPI_ERR_OTHER and its
         receive with it (test/mpi/part/part_withdraw -refuse=1 over RDMA). 0: off.
 

@@ -283,8 +283,9 @@ static inline int wire_irecv(void *buf, MPI_Aint count, MPI_Datatype dt, int ran
                        MPIDIU_comm_rank_to_av(comm, rank), req);
 }
 
-/* A message the netmod's probe dequeued (MPIDI_improbe), received into buf
- * (MPID_Imrecv would hand one on such a communicator to ch4's self path) */
+/* A message the netmod's probe dequeued (MPIDI_improbe), received into buf. MPID_Imrecv
+ * hands a message whose comm is a communicator of one process to ch4's self path; UCX
+ * leaves comm NULL, so it would take the netmod too: defensive, for a netmod that sets it. */
 static inline int wire_imrecv(void *buf, MPI_Aint count, MPI_Datatype dt, MPIR_Request * msg,
                               MPIR_Request ** rreq)
 {
@@ -294,7 +295,8 @@ static inline int wire_imrecv(void *buf, MPI_Aint count, MPI_Datatype dt, MPIR_R
     return MPIDI_imrecv(buf, count, dt, msg);
 }
 
-/* (MPID_Cancel_recv would look for a receive on such a communicator in ch4's self queue) */
+/* Likewise MPID_Cancel_recv looks for a receive whose comm is such a communicator in ch4's
+ * self queue (UCX leaves comm NULL: defensive, as wire_imrecv). */
 static void wire_cancel_recv(MPIR_Request * r)
 {
     if (!(r->comm && MPIDI_is_self_comm(r->comm))) {
@@ -672,8 +674,10 @@ void MPIDI_PART_tag_keep_locked(MPIDI_PART_op_t * op)
     if (op->tags_kept == 1) {
         op->u.tag.dnext = MPIDI_PART_global.draining;
         MPIDI_PART_global.draining = op;
-        /* the next pass soon, and passes once a millisecond again */
+        /* the next pass soon (also when one running now ends: drain_kick), and passes
+         * once a millisecond again */
         MPIDI_PART_global.drain_period_ns = DRAIN_PERIOD_NS;
+        MPIDI_PART_global.drain_kick = 1;
         __atomic_store_n(&MPIDI_PART_global.drain_next_ns, 0, __ATOMIC_RELAXED);
         MPIDI_PART_set_work(MPIDI_PART_WORK_DRAIN);
     }
@@ -772,6 +776,12 @@ static int drain_block(MPIDI_PART_op_t * op, int wait)
         return 0;
     if (!wait && t->vcomm && MPIDI_PART_replan_ahead(op))
         wait = 2;       /* every view, without waiting */
+    if (wait && t->vcomm) {
+        /* a re-plan may put messages on VCIs the first plan did not use: a view of each */
+        MPIDI_PART_LOCK();
+        MPIDI_PART_vci_all_views_locked(op);
+        MPIDI_PART_UNLOCK();
+    }
     /* the first plan's messages (a re-plan has no more) */
     for (int m = 0; m < t->nwreq; m++) {
         int tag = (int) (t->base + m);
@@ -831,6 +841,7 @@ int MPIDI_PART_tag_drain(void)
         goto fn_exit;
 
     MPIDI_PART_LOCK();
+    MPIDI_PART_global.drain_kick = 0;   /* this pass takes every block kept until now */
     catches_arrived_locked(&done);
     /* a reference each while we probe without the lock (a WITHDRAW may unkeep one) */
     MPIDI_PART_op_t *op = MPIDI_PART_global.draining;
@@ -838,7 +849,6 @@ int MPIDI_PART_tag_drain(void)
         op->refs++;
         ops[n++] = op;
     }
-    int rotated = op != NULL;
     if (op) {
         /* more than 64: the rest go first next time */
         MPIDI_PART_op_t *tail = op;
@@ -858,12 +868,14 @@ int MPIDI_PART_tag_drain(void)
 
     MPIDI_PART_LOCK();
     int64_t period = MPIDI_PART_global.drain_period_ns;
-    if (took > 0 || rotated)
+    if (took > 0)
         period = DRAIN_PERIOD_NS;
     else if (period < DRAIN_PERIOD_MAX_NS)
         period *= 2;
     MPIDI_PART_global.drain_period_ns = period;
-    __atomic_store_n(&MPIDI_PART_global.drain_next_ns, now + period, __ATOMIC_RELAXED);
+    /* a block kept while we probed: the next pass at once */
+    __atomic_store_n(&MPIDI_PART_global.drain_next_ns,
+                     MPIDI_PART_global.drain_kick ? 0 : now + period, __ATOMIC_RELAXED);
     MPIDI_PART_clear_work(MPIDI_PART_WORK_DRAIN, MPIDI_PART_global.draining != NULL ||
                           MPIDI_PART_global.catches != NULL);
     MPIDI_PART_UNLOCK();

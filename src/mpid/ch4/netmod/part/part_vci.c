@@ -165,6 +165,17 @@ int MPIDI_PART_vci_remap(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
     return MPI_SUCCESS;
 }
 
+/* Lock held: a view of every VCI the operation may use (a freed receive's kept block is
+ * probed on each, part_tag.c: its send's re-plan may use VCIs its first plan did not).
+ * A view it cannot make (no memory) is left out. */
+void MPIDI_PART_vci_all_views_locked(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_tagop_t *t = &op->u.tag;
+    for (int v = 0; t->vcomm && v < t->nvcis; v++)
+        if (t->vcomm[v] == NULL)
+            t->vcomm[v] = view_create(op->comm, v);
+}
+
 void MPIDI_PART_vci_release(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
