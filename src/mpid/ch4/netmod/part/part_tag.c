@@ -263,12 +263,14 @@ static inline int32_t msg_slot(const MPIDI_PART_tagop_t * t, int m, int32_t * np
 
 /* ---- wire messages ------------------------------------------------------------------- */
 
-/* The engine's point-to-point calls: MPID_Isend / MPID_Irecv / MPID_Cancel_recv without
- * ch4's path for a communicator of one process (MPI_COMM_SELF, or any of size 1). That path
- * (ch4_self.c) matches on the communicator and tag alone, without the context offset, so a
- * program's MPI_ANY_TAG receive on the communicator took the engine's wire messages (and
- * the operation never completed; part_self). Every wire message goes through the netmod,
- * whose loopback keeps the offset. */
+/* The engine's wire isend/irecv: MPID_Isend / MPID_Irecv without ch4's path for a
+ * communicator of one process (MPI_COMM_SELF, or any of size 1). That path (ch4_self.c)
+ * matches on the communicator and tag alone, without the context offset, so a program's
+ * MPI_ANY_TAG receive on the communicator took the engine's wire messages (and the
+ * operation never completed; part_self). Every wire message goes through the netmod, whose
+ * loopback keeps the offset. Their cancel (MPID_Cancel_recv) and a probed message's receive
+ * (MPID_Imrecv) pick the self path by the request's comm, which UCX leaves NULL: they take
+ * the netmod as they are. */
 static inline int wire_isend(const void *buf, MPI_Aint count, MPI_Datatype dt, int rank,
                              int tag, MPIR_Comm * comm, MPIR_Request ** req)
 {
@@ -281,41 +283,6 @@ static inline int wire_irecv(void *buf, MPI_Aint count, MPI_Datatype dt, int ran
 {
     return MPIDI_irecv(buf, count, dt, rank, tag, comm, MPIDI_PART_CONTEXT_OFFSET,
                        MPIDIU_comm_rank_to_av(comm, rank), req);
-}
-
-/* A message the netmod's probe dequeued (MPIDI_improbe), received into buf. MPID_Imrecv
- * hands a message whose comm is a communicator of one process to ch4's self path; UCX
- * leaves comm NULL, so it would take the netmod too: defensive, for a netmod that sets it. */
-static inline int wire_imrecv(void *buf, MPI_Aint count, MPI_Datatype dt, MPIR_Request * msg,
-                              MPIR_Request ** rreq)
-{
-    MPIR_Assert(msg->kind == MPIR_REQUEST_KIND__MPROBE);
-    msg->kind = MPIR_REQUEST_KIND__RECV;
-    *rreq = msg;
-    return MPIDI_imrecv(buf, count, dt, msg);
-}
-
-/* Likewise MPID_Cancel_recv looks for a receive whose comm is such a communicator in ch4's
- * self queue (UCX leaves comm NULL: defensive, as wire_imrecv). */
-static void wire_cancel_recv(MPIR_Request * r)
-{
-    if (!(r->comm && MPIDI_is_self_comm(r->comm))) {
-        MPID_Cancel_recv(r);
-        return;
-    }
-#if MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__VCI
-    int vci = MPIDI_Request_get_vci(r);
-#endif
-    MPID_THREAD_CS_ENTER_REC_VCI(MPIDI_VCI(vci).lock);
-#ifdef MPIDI_CH4_DIRECT_NETMOD
-    MPIDI_NM_mpi_cancel_recv(r);
-#else
-    if (MPIDI_REQUEST(r, is_local))
-        MPIDI_SHM_mpi_cancel_recv(r);
-    else
-        MPIDI_NM_mpi_cancel_recv(r);
-#endif
-    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(vci).lock);
 }
 
 static int tag_test_msg(MPIDI_PART_op_t * op, int m)
@@ -641,7 +608,7 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
         }
         MPIDI_PART_UNLOCK();
         for (int i = 0; i < n; i++) {
-            wire_cancel_recv(reqs[i]);  /* an error leaves it posted: nothing better to do */
+            MPID_Cancel_recv(reqs[i]);  /* an error leaves it posted: nothing better to do */
             MPIR_Request_free(reqs[i]);
         }
         if (n > 0)
@@ -742,7 +709,7 @@ static int drain_tag(MPIDI_PART_op_t * op, MPIR_Comm * comm, int tag, int wait)
             MPL_free(c);
             return took;
         }
-        if (wire_imrecv(c + 1, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
+        if (MPID_Imrecv(c + 1, bytes, MPI_BYTE, msg, &rreq) != MPI_SUCCESS) {
             MPL_free(c);        /* (the dequeued message is lost: MPICH's error) */
             return took;
         }
