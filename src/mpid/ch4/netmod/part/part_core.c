@@ -252,7 +252,11 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
         MPIR_ERR_CHKANDSTMT(op->ready == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail,
                             "**nomem");
     }
+    /* request pool 0 is VCI 0's: its lock, as MPICH's own partitioned init takes (another
+     * thread may free a pool-0 request meanwhile; ThreadSanitizer, part_race_release) */
+    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
     MPIDI_CH4_REQUEST_CREATE(req, kind, 0, 1);
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
 
     MPIDI_PART_LOCK();
