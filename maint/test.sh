@@ -147,6 +147,22 @@ tap_count() {   # tap_count TAPFILE [RUNTESTS_LOG] -> "passed failed"
     echo "$p $f"
 }
 
+# a test that runs into runtests' time limit leaves its ranks' stacks in $RESULTS/stacks/
+# (maint/hangwatch.sh, 60 s before the limit); each failed mode prints the waiting frames
+command -v gdb >/dev/null 2>&1 || (need_tool gdb gdb) || echo "    (no gdb: stacks of programs over the limit will hold /proc lines only)"
+"$top/maint/hangwatch.sh" "$RESULTS/stacks" $(( ${MPITEST_TIMEOUT:-300} - 60 )) &
+hangwatch=$!
+trap 'kill $hangwatch 2>/dev/null || true' EXIT
+show_stacks() {     # show_stacks: the new stack files' engine and MPI frames
+    for f in "$RESULTS"/stacks/*.txt; do
+        [ -e "$f" ] && [ ! -e "$f.shown" ] || continue
+        : > "$f.shown"
+        echo "    stacks of a program over the limit: ${f#$top/} ($(head -1 "$f" | cut -c3-80))"
+        grep -E '^Thread |^#[0-9]+ .* in (MPIDI_PART|MPID_|MPIR_Wait|MPIR_Test|P?MPI_|main)' "$f" |
+            head -24 | sed 's/^/      /'
+    done
+}
+
 # The test programs are compiled by the first mode and kept for the others
 # (MPITEST_CLEANUP=0; runtests deletes each program after its run otherwise, and compiling
 # them again cost about 4 minutes per mode).
@@ -188,6 +204,7 @@ for mode in $TEST_MODES; do
     [ "$1" -gt 0 ] || set -- 0 1        # ran nothing: a failure
     echo "    $1 passed, $2 failed"
     show_failures "$RESULTS/part-$mode.tap"
+    show_stacks
     record "part-$mode" "$1" "$2"
     clean_stale_shm
 done
