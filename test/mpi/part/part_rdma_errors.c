@@ -5,6 +5,9 @@
  *   -expect=provider  MPIR_CVAR_PART_TRANSPORT=ofi with MPIR_CVAR_PART_OFI_PROVIDER naming a
  *                     provider libfabric does not have: class MPI_ERR_OTHER, and the
  *                     message names that provider
+ *   -expect=library   MPIR_CVAR_PART_TRANSPORT=ofi with MPIR_CVAR_PART_OFI_LIBRARY naming a
+ *                     library that cannot be loaded, or one that is not libfabric:
+ *                     MPI_ERR_OTHER, and the message names that library
  *   -expect=value     MPIR_CVAR_PART_TRANSPORT=<not a transport>: class MPI_ERR_ARG, and
  *                     the message names the value
  *   -expect=verbs     MPIR_CVAR_PART_TRANSPORT=verbs in a build without it, or with no
@@ -68,6 +71,9 @@ int main(int argc, char **argv)
     if (strcmp(expect, "provider") == 0) {
         const char *p = getenv("MPIR_CVAR_PART_OFI_PROVIDER");
         snprintf(text, sizeof(text), "%s", p ? p : "(unset)");
+    } else if (strcmp(expect, "library") == 0) {
+        const char *p = getenv("MPIR_CVAR_PART_OFI_LIBRARY");
+        snprintf(text, sizeof(text), "'%s'", p ? p : "(unset)");
     } else if (strcmp(expect, "value") == 0) {
         const char *p = getenv("MPIR_CVAR_PART_TRANSPORT");
         snprintf(text, sizeof(text), "%s", p ? p : "(unset)");

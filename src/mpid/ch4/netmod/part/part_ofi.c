@@ -19,6 +19,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <dlfcn.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +40,20 @@ cvars:
         it ("tcp;ofi_rxm", "shm", "verbs;ofi_rxm", ...). Empty: the first provider libfabric
         offers with RDMA writes and remote CQ data. Read when the transport first opens its
         fabric; every process must use the same provider.
+
+    - name        : MPIR_CVAR_PART_OFI_LIBRARY
+      category    : CH4_PART
+      type        : string
+      default     : ""
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        The libfabric the partitioned engine's RDMA transport opens (dlopen) when it is
+        first used: a file name searched as the dynamic loader does, or a path. Empty:
+        libfabric.so.1, from the directory given to configure --with-libfabric=PATH first.
+        The library is not linked into libmpi: a program that never uses the transport
+        never loads it.
 
     - name        : MPIR_CVAR_PART_OFI_DEBUG_FAULT
       category    : CH4_PART
@@ -79,6 +94,74 @@ cvars:
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
+
+/* libfabric is opened when the transport first opens its fabric (dlopen), not linked: a
+ * program that never uses this transport then never loads it. Debian's libfabric links its
+ * psm provider, whose libinfinipath calibrates a clock in its constructor: 0.2 s at every
+ * process start, RDMA transport or not. The five functions libfabric exports that this file
+ * calls (the rest are inline calls through the objects' operation tables): */
+static struct {
+    void *handle;
+    int (*getinfo) (uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
+                    struct fi_info **);
+    void (*freeinfo) (struct fi_info *);
+    struct fi_info *(*dupinfo) (const struct fi_info *);
+    int (*fabric) (struct fi_fabric_attr *, struct fid_fabric **, void *);
+    const char *(*strerror) (int);
+} fabric_lib;
+
+#define fi_getinfo fabric_lib.getinfo
+#define fi_freeinfo fabric_lib.freeinfo
+#define fi_dupinfo fabric_lib.dupinfo
+#define fi_fabric fabric_lib.fabric
+#define fi_strerror fabric_lib.strerror
+#undef fi_allocinfo
+#define fi_allocinfo() fabric_lib.dupinfo(NULL)
+
+#define FABRIC_LIB_NAME "libfabric.so.1"
+
+/* Load libfabric once (ofi lock held); 0, or -1 with the reason in why (which the
+ * operations that require the transport report, part_rdma_errors -expect=library). */
+static int fabric_lib_load(char *why, size_t len)
+{
+    if (fabric_lib.handle)
+        return 0;
+    const char *name = MPIR_CVAR_PART_OFI_LIBRARY;
+    void *h = NULL;
+    if (name && name[0]) {
+        h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    } else {
+        name = FABRIC_LIB_NAME;
+#ifdef MPIDI_PART_LIBFABRIC_DIR
+        h = dlopen(MPIDI_PART_LIBFABRIC_DIR "/" FABRIC_LIB_NAME, RTLD_NOW | RTLD_LOCAL);
+#endif
+        if (h == NULL)
+            h = dlopen(FABRIC_LIB_NAME, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (h == NULL) {
+        snprintf(why, len, "libfabric '%s' could not be loaded (MPIR_CVAR_PART_OFI_LIBRARY): "
+                 "%s", name, dlerror());
+        return -1;
+    }
+    const char *missing = NULL;
+#define FABRIC_LIB_SYM(field_, name_) \
+    if ((*(void **) &fabric_lib.field_ = dlsym(h, name_)) == NULL && missing == NULL) \
+        missing = name_
+    FABRIC_LIB_SYM(getinfo, "fi_getinfo");
+    FABRIC_LIB_SYM(freeinfo, "fi_freeinfo");
+    FABRIC_LIB_SYM(dupinfo, "fi_dupinfo");
+    FABRIC_LIB_SYM(fabric, "fi_fabric");
+    FABRIC_LIB_SYM(strerror, "fi_strerror");
+#undef FABRIC_LIB_SYM
+    if (missing) {
+        snprintf(why, len, "'%s' is not libfabric: it lacks %s (MPIR_CVAR_PART_OFI_LIBRARY)",
+                 name, missing);
+        dlclose(h);
+        return -1;
+    }
+    fabric_lib.handle = h;      /* kept until the process ends (providers may hold threads) */
+    return 0;
+}
 
 #define OFI_VERSION FI_VERSION(1, 11)
 #define OFI_MAX_ADDR 200        /* endpoint name bytes carried in an RTS or PLAN */
@@ -411,12 +494,15 @@ static int ep_open(int v)
  * that is not gets one endpoint (and the cheaper domain threading). */
 static void fabric_open(void)
 {
-    struct fi_info *hints = fi_allocinfo(), *info = NULL, *fi;
+    struct fi_info *hints = NULL, *info = NULL, *fi;
     const char *want = MPIR_CVAR_PART_OFI_PROVIDER;
     uint64_t dummy;
     int rc, want_eps = MPIDI_global.n_vcis < OFI_MAX_EPS ? MPIDI_global.n_vcis : OFI_MAX_EPS;
 
     ofi.state = OFI_FAILED;
+    if (fabric_lib_load(ofi.why, sizeof(ofi.why)))
+        goto fail;
+    hints = fi_allocinfo();
     if (hints == NULL) {
         snprintf(ofi.why, sizeof(ofi.why), "fi_allocinfo: out of memory");
         goto fail;

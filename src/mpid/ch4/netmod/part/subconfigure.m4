@@ -63,8 +63,14 @@ AM_COND_IF([BUILD_CH4_PART],[
     part_transports="tag"
     if test "$part_ofi" = "yes" ; then
         AC_DEFINE([MPIDI_CH4_PART_OFI],[1],[Define if the partitioned engine's RDMA transport over libfabric is built])
-        dnl ch4:ofi links libfabric already; adding it again is harmless
-        PAC_LIBS_ADD([-lfabric])
+        dnl not linked: part_ofi.c opens libfabric with dlopen when the transport is first
+        dnl used (linked, Debian's libfabric costs every process 0.2 s at start); a libfabric
+        dnl given by --with-libfabric=PATH is tried first from PATH/lib
+        AC_SEARCH_LIBS([dlopen],[dl])
+        AS_CASE([$with_libfabric],
+            [""|yes|no|embedded],[],
+            [AC_DEFINE_UNQUOTED([MPIDI_PART_LIBFABRIC_DIR],["$with_libfabric/lib"],
+                                [Where configure found libfabric (--with-libfabric=PATH)])])
         part_transports="$part_transports, rdma over libfabric"
     fi
     if test "$part_verbs" = "yes" ; then
