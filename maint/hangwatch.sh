@@ -1,21 +1,25 @@
 #!/bin/sh
-# maint/hangwatch.sh DIR SECONDS: while it runs, every test program (a descendant of hydra's
-# pmi proxy, past any wrapper script) that has run for SECONDS or more gets its threads'
-# stacks written once into DIR/<program>.<pid>.txt (gdb; /proc's wchan and syscall lines where gdb cannot attach).
-# test.sh and sanitize.sh start it beside runtests, below runtests' own time limit, so that a
-# test stopped for running too long leaves the place where each rank waited, in CI too.
-# Runs until killed.
+# maint/hangwatch.sh DIR ROOT [LIMIT]: while process ROOT lives, every test program below it
+# (a descendant of a hydra pmi proxy that descends from ROOT, past any wrapper script) that
+# has run for 80 % of its time limit gets its threads' stacks written once into
+# DIR/<program>.<pid>.txt (gdb; /proc's wchan and syscall lines where gdb cannot attach).
+# The limit is the program's MPIEXEC_TIMEOUT (runtests sets it per test, from the testlist's
+# timeLimit or MPITEST_TIMEOUT; hydra passes it on to the ranks), else LIMIT (default 300).
+# test.sh and sanitize.sh start it beside runtests, so that a test stopped for running too
+# long leaves the place where each rank waited, in CI too. Other jobs on the machine are
+# not looked at. Ends with ROOT.
 
 dir=$1
-limit=$2
-[ -n "$dir" ] && [ -n "$limit" ] || { echo "usage: $0 DIR SECONDS" >&2; exit 2; }
+root=$2
+default_limit=${3:-300}
+[ -n "$dir" ] && [ -n "$root" ] || { echo "usage: $0 DIR ROOT-PID [LIMIT]" >&2; exit 2; }
 mkdir -p "$dir"
 
 dump() {        # dump PID FILE
     {
         echo "# $(tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null)"
         echo "# running $(ps -o etimes= -p "$1" | tr -d ' ') s; environment's MPIR_/UCX_/FI_ settings:"
-        tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -E '^(MPIR_|UCX_|FI_|MPITEST)' | sed 's/^/#   /'
+        tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -E '^(MPIR_|UCX_|FI_|MPITEST|MPIEXEC_TIMEOUT)' | sed 's/^/#   /'
         if command -v gdb >/dev/null 2>&1; then
             timeout 60 gdb -p "$1" -batch -nx -ex 'set pagination off' \
                 -ex 'thread apply all bt' 2>&1 | grep -v '^\[New LWP\|^warning:'
@@ -26,23 +30,34 @@ dump() {        # dump PID FILE
     } > "$2" 2>&1
 }
 
-descendants() {     # descendants PID: its children, theirs, and so on
+# check PID: a test program (not a wrapper) past 80 % of its limit gets its stacks dumped
+check() {
+    name=$(basename "$(readlink "/proc/$1/exe" 2>/dev/null)" 2>/dev/null)
+    case $name in ""|sh|dash|bash|env|timeout|hydra_pmi_proxy) return ;; esac
+    t=$(ps -o etimes= -p "$1" 2>/dev/null | tr -d ' ')
+    [ -n "$t" ] || return
+    limit=$(tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | sed -n 's/^MPIEXEC_TIMEOUT=\([0-9][0-9]*\)$/\1/p')
+    limit=${limit:-$default_limit}
+    [ $((t * 5)) -ge $((limit * 4)) ] || return
+    f=$dir/$name.$1.txt
+    [ -e "$f" ] || dump "$1" "$f"
+}
+
+# walk PID UNDER-PROXY: PID's descendants; those below a hydra pmi proxy are checked
+walk() {
     for c in $(pgrep -P "$1" 2>/dev/null); do
-        echo "$c"
-        descendants "$c"
+        if [ "$2" = 1 ]; then
+            check "$c"
+            walk "$c" 1
+        elif [ "$(cat "/proc/$c/comm" 2>/dev/null)" = hydra_pmi_proxy ]; then
+            walk "$c" 1
+        else
+            walk "$c" 0
+        fi
     done
 }
 
-while :; do
-    sleep 10
-    for proxy in $(pgrep -x hydra_pmi_proxy 2>/dev/null); do
-        for pid in $(descendants "$proxy"); do
-            name=$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)" 2>/dev/null)
-            case $name in ""|sh|dash|bash|env|timeout) continue ;; esac    # a test wrapper
-            t=$(ps -o etimes= -p "$pid" 2>/dev/null | tr -d ' ')
-            [ -n "$t" ] && [ "$t" -ge "$limit" ] || continue
-            f=$dir/$name.$pid.txt
-            [ -e "$f" ] || dump "$pid" "$f"
-        done
-    done
+while kill -0 "$root" 2>/dev/null; do
+    sleep 5
+    walk "$root" 0
 done

@@ -491,8 +491,8 @@ run_tsan() {
     [ -s "$RESULTS/tsan.supp" ] && topt="$topt:suppressions=$RESULTS/tsan.supp"
     step "threads/part under ThreadSanitizer (testlist.cvar)"
     t1=$(date +%s)
-    # stacks of a test program running for 300 s or more (the limits here are 360-900 s)
-    "$top/maint/hangwatch.sh" "$RESULTS/tsan-stacks" 300 &
+    # stacks of a test program at 80 % of its time limit (maint/hangwatch.sh)
+    "$top/maint/hangwatch.sh" "$RESULTS/tsan-stacks" $$ &
     hangwatch=$!
     ( cd "$tb" && SAN_DIR="$sd" SAN_TSAN_OPTIONS="$topt" TSAN_OPTIONS="$topt:log_path=$sd/hydra/san" \
         MPITEST_PROGRAM_WRAPPER="$RESULTS/tsan-wrap" \
@@ -501,7 +501,7 @@ run_tsan() {
         -mpiexec="$TSAN_PREFIX/bin/mpiexec" -tapfile="$RESULTS/tsan.tap" -showprogress ) \
         > "$RESULTS/tsan.log" 2>&1 || true
     kill $hangwatch 2>/dev/null || true
-    ls "$RESULTS"/tsan-stacks/*.txt 2>/dev/null | sed 's/^/    stacks of a program over 300 s: /'
+    ls "$RESULTS"/tsan-stacks/*.txt 2>/dev/null | sed 's/^/    stacks of a program near its time limit: /'
     p=$(grep -c '^ok ' "$RESULTS/tsan.tap" 2>/dev/null || true)
     f=$(grep -c '^not ok ' "$RESULTS/tsan.tap" 2>/dev/null || true)
     p=${p:-0} f=${f:-0}

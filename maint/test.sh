@@ -147,12 +147,13 @@ tap_count() {   # tap_count TAPFILE [RUNTESTS_LOG] -> "passed failed"
     echo "$p $f"
 }
 
-# a test that runs into runtests' time limit leaves its ranks' stacks in $RESULTS/stacks/
-# (maint/hangwatch.sh, 60 s before the limit); each failed mode prints the waiting frames
+# a test that runs into its time limit leaves its ranks' stacks in $RESULTS/stacks/
+# (maint/hangwatch.sh, at 80 % of the limit); each mode prints the frames of the new ones
 command -v gdb >/dev/null 2>&1 || (need_tool gdb gdb) || echo "    (no gdb: stacks of programs over the limit will hold /proc lines only)"
-"$top/maint/hangwatch.sh" "$RESULTS/stacks" $(( ${MPITEST_TIMEOUT:-300} - 60 )) &
+"$top/maint/hangwatch.sh" "$RESULTS/stacks" $$ "${MPITEST_TIMEOUT:-300}" &
 hangwatch=$!
 trap 'kill $hangwatch 2>/dev/null || true' EXIT
+trap 'kill $hangwatch 2>/dev/null || true; exit 130' INT TERM HUP
 show_stacks() {     # show_stacks: the new stack files' engine and MPI frames
     for f in "$RESULTS"/stacks/*.txt; do
         [ -e "$f" ] && [ ! -e "$f.shown" ] || continue

@@ -73,7 +73,7 @@ int main(int argc, char **argv)
         snprintf(text, sizeof(text), "%s", p ? p : "(unset)");
     } else if (strcmp(expect, "library") == 0) {
         const char *p = getenv("MPIR_CVAR_PART_OFI_LIBRARY");
-        snprintf(text, sizeof(text), "'%s'", p ? p : "(unset)");
+        snprintf(text, sizeof(text), "%s", p ? p : "(unset)");
     } else if (strcmp(expect, "value") == 0) {
         const char *p = getenv("MPIR_CVAR_PART_TRANSPORT");
         snprintf(text, sizeof(text), "%s", p ? p : "(unset)");

@@ -115,8 +115,7 @@ static struct {
 #define fi_dupinfo fabric_lib.dupinfo
 #define fi_fabric fabric_lib.fabric
 #define fi_strerror fabric_lib.strerror
-#undef fi_allocinfo
-#define fi_allocinfo() fabric_lib.dupinfo(NULL)
+#define fi_allocinfo() fabric_lib.dupinfo(NULL)        /* the header's inline one is not used */
 
 #define FABRIC_LIB_NAME "libfabric.so.1"
 
@@ -139,14 +138,17 @@ static int fabric_lib_load(char *why, size_t len)
             h = dlopen(FABRIC_LIB_NAME, RTLD_NOW | RTLD_LOCAL);
     }
     if (h == NULL) {
-        snprintf(why, len, "libfabric '%s' could not be loaded (MPIR_CVAR_PART_OFI_LIBRARY): "
-                 "%s", name, dlerror());
+        /* short: MPI_Error_string's 512 bytes hold the whole stack (dlerror names the file) */
+        snprintf(why, len, "no libfabric: %s (MPIR_CVAR_PART_OFI_LIBRARY)", dlerror());
         return -1;
     }
     const char *missing = NULL;
-#define FABRIC_LIB_SYM(field_, name_) \
-    if ((*(void **) &fabric_lib.field_ = dlsym(h, name_)) == NULL && missing == NULL) \
-        missing = name_
+    /* the default version of each symbol: the one the headers this file was compiled with
+     * describe when the library is theirs (linking bound the same ones) */
+#define FABRIC_LIB_SYM(field_, name_) do { \
+        if ((*(void **) &fabric_lib.field_ = dlsym(h, name_)) == NULL && missing == NULL) \
+            missing = name_; \
+    } while (0)
     FABRIC_LIB_SYM(getinfo, "fi_getinfo");
     FABRIC_LIB_SYM(freeinfo, "fi_freeinfo");
     FABRIC_LIB_SYM(dupinfo, "fi_dupinfo");
@@ -154,8 +156,9 @@ static int fabric_lib_load(char *why, size_t len)
     FABRIC_LIB_SYM(strerror, "fi_strerror");
 #undef FABRIC_LIB_SYM
     if (missing) {
-        snprintf(why, len, "'%s' is not libfabric: it lacks %s (MPIR_CVAR_PART_OFI_LIBRARY)",
-                 name, missing);
+        snprintf(why, len, "%s is not libfabric: no %s (MPIR_CVAR_PART_OFI_LIBRARY)", name,
+                 missing);
+        memset(&fabric_lib, 0, sizeof(fabric_lib));
         dlclose(h);
         return -1;
     }

@@ -65,12 +65,20 @@ AM_COND_IF([BUILD_CH4_PART],[
         AC_DEFINE([MPIDI_CH4_PART_OFI],[1],[Define if the partitioned engine's RDMA transport over libfabric is built])
         dnl not linked: part_ofi.c opens libfabric with dlopen when the transport is first
         dnl used (linked, Debian's libfabric costs every process 0.2 s at start); a libfabric
-        dnl given by --with-libfabric=PATH is tried first from PATH/lib
+        dnl given by --with-libfabric-lib=DIR or --with-libfabric=PATH is tried first from
+        dnl DIR or PATH/lib (static links on a glibc before 2.34 need -ldl: LIBS has it)
         AC_SEARCH_LIBS([dlopen],[dl])
+        part_libfabric_dir=""
         AS_CASE([$with_libfabric],
             [""|yes|no|embedded],[],
-            [AC_DEFINE_UNQUOTED([MPIDI_PART_LIBFABRIC_DIR],["$with_libfabric/lib"],
-                                [Where configure found libfabric (--with-libfabric=PATH)])])
+            [part_libfabric_dir="$with_libfabric/lib"])
+        AS_CASE([$with_libfabric_lib],
+            [""|yes|no],[],
+            [part_libfabric_dir="$with_libfabric_lib"])
+        if test -n "$part_libfabric_dir" ; then
+            AC_DEFINE_UNQUOTED([MPIDI_PART_LIBFABRIC_DIR],["$part_libfabric_dir"],
+                [Where configure was told libfabric is (--with-libfabric-lib=DIR or --with-libfabric=PATH: PATH/lib)])
+        fi
         part_transports="$part_transports, rdma over libfabric"
     fi
     if test "$part_verbs" = "yes" ; then
