@@ -17,9 +17,9 @@ mkdir -p "$dir"
 
 dump() {        # dump PID FILE
     {
-        echo "# $(tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null)"
+        echo "# $(tr '\0' ' ' 2>/dev/null < "/proc/$1/cmdline")"
         echo "# running $(ps -o etimes= -p "$1" | tr -d ' ') s; environment's MPIR_/UCX_/FI_ settings:"
-        tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -E '^(MPIR_|UCX_|FI_|MPITEST|MPIEXEC_TIMEOUT)' | sed 's/^/#   /'
+        tr '\0' '\n' 2>/dev/null < "/proc/$1/environ" | grep -E '^(MPIR_|UCX_|FI_|MPITEST|MPIEXEC_TIMEOUT)' | sed 's/^/#   /'
         if command -v gdb >/dev/null 2>&1; then
             timeout 60 gdb -p "$1" -batch -nx -ex 'set pagination off' \
                 -ex 'thread apply all bt' 2>&1 | grep -v '^\[New LWP\|^warning:'
@@ -36,7 +36,8 @@ check() {
     case $name in ""|sh|dash|bash|env|timeout|hydra_pmi_proxy) return ;; esac
     t=$(ps -o etimes= -p "$1" 2>/dev/null | tr -d ' ')
     [ -n "$t" ] || return
-    limit=$(tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | sed -n 's/^MPIEXEC_TIMEOUT=\([0-9][0-9]*\)$/\1/p')
+    # (2> first: the program may end before the redirection opens its file)
+    limit=$( { tr '\0' '\n' < "/proc/$1/environ"; } 2>/dev/null | sed -n 's/^MPIEXEC_TIMEOUT=\([0-9][0-9]*\)$/\1/p')
     limit=${limit:-$default_limit}
     [ $((t * 5)) -ge $((limit * 4)) ] || return
     f=$dir/$name.$1.txt

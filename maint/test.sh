@@ -257,15 +257,16 @@ step "calibration tool (tools/part-calibrate, short runs; the engine reads its f
 cal=$BUILD_DIR/part_calibrate
 calfile=$RESULTS/calibrate.loggp
 # calibrate LOG PATTERN ARGS...: the tool on 2 ranks writing $calfile until its output
-# has a line matching PATTERN, at most 5 attempts, the later ones 10, 20, 30, 40 s apart
-# (a phase of this VM that makes every round trip 3-4x slower, 2026-11-30, lasted through
-# 5 attempts in a row and hid MPICH's 8255/8256 switch in each)
+# has a line matching PATTERN, at most 8 attempts, the later ones 10, 20, ... 70 s apart
+# (a phase of this VM that makes every round trip 3-4x slower, twice on 2026-11-30 at the
+# end of a full run, lasted through 5 attempts within 2.5 minutes and hid MPICH's 8255/8256
+# switch in each; minutes later 5 of 5 found it)
 calibrate() {
     local log=$RESULTS/$1 pat=$2 attempt
     shift 2
     rm -f "$log" "$calfile.before"
     [ ! -f "$calfile" ] || cp "$calfile" "$calfile.before"
-    for attempt in 1 2 3 4 5; do
+    for attempt in 1 2 3 4 5 6 7 8; do
         [ "$attempt" -eq 1 ] || sleep $(( (attempt - 1) * 10 ))
         [ ! -f "$calfile.before" ] || cp "$calfile.before" "$calfile"
         echo "## attempt $attempt: $*" >> "$log"
