@@ -51,9 +51,9 @@ cvars:
       description : >-
         The libfabric the partitioned engine's RDMA transport opens (dlopen) when it is
         first used: a file name searched as the dynamic loader does, or a path. Empty:
-        libfabric.so.1, from the directory given to configure --with-libfabric=PATH first.
-        The library is not linked into libmpi: a program that never uses the transport
-        never loads it.
+        libfabric.so.1, from configure's directory first (--with-libfabric-lib=DIR, or
+        PATH/lib of --with-libfabric=PATH). The library is not linked into libmpi: a
+        program that never uses the transport never loads it.
 
     - name        : MPIR_CVAR_PART_OFI_DEBUG_FAULT
       category    : CH4_PART
