@@ -2,6 +2,7 @@
 // no overlap, exhaustion, merging on free, accounting; a random run against a bitmap model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -78,6 +79,50 @@ TEST(TagSpace, SmallPlansLeaveRoomForLargeOnes)
     // a 512-message plan still fits in the other half
     EXPECT_GE(MPIDI_PART_tagspace_alloc(&s.ts, 9), 0);
     EXPECT_EQ(s.ts.in_use, 612);
+}
+
+TEST(TagSpace, RequestPerMessageReusesItsBlockWithoutGrowth)
+{
+    // MPICH's part/pingping pattern: one operation at a time, a one-message plan each
+    Space s(28);
+    int64_t first = MPIDI_PART_tagspace_alloc(&s.ts, 0);
+    ASSERT_EQ(first, 0);
+    MPIDI_PART_tagspace_free(&s.ts, first, 0);
+    for (int i = 0; i < 10000; i++) {
+        int64_t b = MPIDI_PART_tagspace_alloc(&s.ts, 0);
+        ASSERT_EQ(b, first) << "iteration " << i;
+        MPIDI_PART_tagspace_free(&s.ts, b, 0);
+    }
+    int64_t listed = 0;
+    for (int k = 0; k <= s.ts.bits; k++)
+        listed += s.ts.nfree[k];
+    EXPECT_EQ(listed, 29);  // the first split's 28 upper halves and the reused block
+    EXPECT_EQ(s.ts.in_use, 0);
+    // the whole space is still one block to a request that needs it
+    EXPECT_EQ(MPIDI_PART_tagspace_alloc(&s.ts, 28), 0);
+}
+
+TEST(TagSpace, UnmergedBuddiesMergeAcrossOrdersWhenNeeded)
+{
+    Space s(4);  // 16 tags
+    std::vector<int64_t> ones;
+    for (int i = 0; i < 16; i++)
+        ones.push_back(MPIDI_PART_tagspace_alloc(&s.ts, 0));
+    ASSERT_LT(MPIDI_PART_tagspace_alloc(&s.ts, 0), 0);
+    // give back tags 4..11: free as single tags, they make blocks [4,8) and [8,12) only
+    // when merged two and three orders up
+    for (int64_t b : ones)
+        if (b >= 4 && b < 12)
+            MPIDI_PART_tagspace_free(&s.ts, b, 0);
+    EXPECT_LT(MPIDI_PART_tagspace_alloc(&s.ts, 3), 0);  // no aligned 8: [4,12) straddles
+    int64_t a = MPIDI_PART_tagspace_alloc(&s.ts, 2);
+    int64_t b = MPIDI_PART_tagspace_alloc(&s.ts, 2);
+    ASSERT_GE(a, 0);
+    ASSERT_GE(b, 0);
+    EXPECT_EQ(std::min(a, b), 4);
+    EXPECT_EQ(std::max(a, b), 8);
+    EXPECT_LT(MPIDI_PART_tagspace_alloc(&s.ts, 0), 0);
+    EXPECT_EQ(s.ts.in_use, 16);
 }
 
 TEST(TagSpace, RandomAgainstBitmapModel)

@@ -20,8 +20,8 @@ static int reserve(MPIDI_PART_tagspace_t * ts, int32_t k)
     return 0;
 }
 
-/* Room for one more free block at every order from lo to hi: after this, a split or a
- * merge cannot fail half-way. */
+/* Room for one more free block at every order from lo to hi: after this, a split cannot
+ * fail half-way. */
 static int reserve_range(MPIDI_PART_tagspace_t * ts, int32_t lo, int32_t hi)
 {
     for (int32_t k = lo; k <= hi; k++)
@@ -33,18 +33,49 @@ static int reserve_range(MPIDI_PART_tagspace_t * ts, int32_t lo, int32_t hi)
 static void push(MPIDI_PART_tagspace_t * ts, int32_t k, int64_t base)
 {
     ts->free[k][ts->nfree[k]++] = base;
+    ts->nonempty |= (uint64_t) 1 << k;
 }
 
-/* Remove base from order k's free list; 1 if it was there. */
-static int take(MPIDI_PART_tagspace_t * ts, int32_t k, int64_t base)
+static int64_t pop(MPIDI_PART_tagspace_t * ts, int32_t k)
 {
-    for (int32_t i = 0; i < ts->nfree[k]; i++) {
-        if (ts->free[k][i] == base) {
-            ts->free[k][i] = ts->free[k][--ts->nfree[k]];
-            return 1;
+    int64_t base = ts->free[k][--ts->nfree[k]];
+    if (ts->nfree[k] == 0)
+        ts->nonempty &= ~((uint64_t) 1 << k);
+    return base;
+}
+
+static int cmp_base(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+/* Merge every pair of free buddies, from the smallest order up (the frees since the last
+ * merge did not look for their buddies). A pair whose merge finds no memory for the larger
+ * order's list stays as it is: free, only not merged. */
+static void coalesce(MPIDI_PART_tagspace_t * ts)
+{
+    for (int32_t k = 0; k < ts->bits; k++) {
+        int32_t n = ts->nfree[k], kept = 0;
+        int64_t size = (int64_t) 1 << k;
+        int64_t *f = ts->free[k];
+        if (n < 2)
+            continue;
+        qsort(f, n, sizeof(int64_t), cmp_base);
+        for (int32_t i = 0; i < n; i++) {
+            if (i + 1 < n && (f[i] & size) == 0 && f[i + 1] == f[i] + size &&
+                reserve(ts, k + 1) == 0) {
+                push(ts, k + 1, f[i]);
+                i++;
+            } else {
+                f[kept++] = f[i];
+            }
         }
+        ts->nfree[k] = kept;
+        if (kept == 0)
+            ts->nonempty &= ~((uint64_t) 1 << k);
     }
-    return 0;
+    ts->unmerged = 0;
 }
 
 int MPIDI_PART_tagspace_init(MPIDI_PART_tagspace_t * ts, int32_t bits)
@@ -83,18 +114,27 @@ int32_t MPIDI_PART_tagspace_order(int32_t n)
     return k;
 }
 
+/* The smallest order >= order with a free block, or -1. */
+static int32_t first_free(const MPIDI_PART_tagspace_t * ts, int32_t order)
+{
+    uint64_t m = ts->nonempty >> order;
+    return m ? order + __builtin_ctzll(m) : -1;
+}
+
 int64_t MPIDI_PART_tagspace_alloc(MPIDI_PART_tagspace_t * ts, int32_t order)
 {
     if (order < 0 || order > ts->bits)
         return -1;
-    int32_t j = order;
-    while (j <= ts->bits && ts->nfree[j] == 0)
-        j++;
-    if (j > ts->bits)
+    int32_t j = first_free(ts, order);
+    if (j < 0 && ts->unmerged) {
+        coalesce(ts);
+        j = first_free(ts, order);
+    }
+    if (j < 0)
         return -1;
     if (reserve_range(ts, order, j - 1) != 0)
         return -1;
-    int64_t base = ts->free[j][--ts->nfree[j]];
+    int64_t base = pop(ts, j);
     /* split down to the wanted order: keep the lower half, free the upper */
     while (j > order) {
         j--;
@@ -105,21 +145,19 @@ int64_t MPIDI_PART_tagspace_alloc(MPIDI_PART_tagspace_t * ts, int32_t order)
     return base;
 }
 
+/* The block goes on its order's list as it is: buddies are merged only when an allocation
+ * finds no block large enough (coalesce). A program that takes and gives back small blocks
+ * (a request per message) then pays no walk through every order, each time, to merge
+ * a block up to the whole space and to split it down again. */
 void MPIDI_PART_tagspace_free(MPIDI_PART_tagspace_t * ts, int64_t base, int32_t order)
 {
     ts->in_use -= (int64_t) 1 << order;
     ts->blocks--;
-    while (order < ts->bits) {
-        int64_t buddy = base ^ ((int64_t) 1 << order);
-        if (!take(ts, order, buddy))
-            break;
-        base = base < buddy ? base : buddy;
-        order++;
-    }
     if (reserve(ts, order) != 0) {
         /* no memory for the list entry: the block stays unusable (counted as held) */
         ts->in_use += (int64_t) 1 << order;
         return;
     }
     push(ts, order, base);
+    ts->unmerged = 1;
 }

@@ -22,6 +22,8 @@ typedef struct MPIDI_PART_tagspace {
     int32_t *nfree;             /* per order k (block of 2^k tags): free blocks */
     int32_t *cap;
     int64_t **free;             /* per order: the free blocks' bases */
+    uint64_t nonempty;          /* bit k: order k's list is not empty */
+    int32_t unmerged;           /* blocks freed since the last merge of buddies */
     int64_t in_use;             /* tags held */
     int32_t blocks;             /* blocks held */
 } MPIDI_PART_tagspace_t;
@@ -36,7 +38,8 @@ int32_t MPIDI_PART_tagspace_order(int32_t n);
 /* A free block of 2^order tags: its base, or -1 when none is free (or no memory). */
 int64_t MPIDI_PART_tagspace_alloc(MPIDI_PART_tagspace_t * ts, int32_t order);
 
-/* Return a block taken by MPIDI_PART_tagspace_alloc (merged with its free buddies). */
+/* Return a block taken by MPIDI_PART_tagspace_alloc. It is merged with its free buddies
+ * when an allocation finds no free block large enough. */
 void MPIDI_PART_tagspace_free(MPIDI_PART_tagspace_t * ts, int64_t base, int32_t order);
 
 #ifdef __cplusplus
