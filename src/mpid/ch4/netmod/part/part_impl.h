@@ -428,8 +428,25 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
 #define MPIDI_PART_PVAR_SET(idx_, v_) \
     MPL_atomic_relaxed_store_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_##idx_].v, (uint64_t) (v_))
 
-#define MPIDI_PART_LOCK()   do { int err_; MPID_Thread_mutex_lock(&MPIDI_PART_global.lock, &err_); } while (0)
-#define MPIDI_PART_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&MPIDI_PART_global.lock, &err_); } while (0)
+/* The engine lock, taken only when MPI runs threaded (MPI_THREAD_MULTIPLE, which
+ * MPIR_CVAR_ASYNC_PROGRESS implies), as MPICH's own critical sections are: below that
+ * level no two threads are ever in MPI at once. MPICH changes isThreaded only at the end
+ * of MPI_Init and the start of MPI_Finalize, when no engine call is under way, so a lock
+ * and its unlock always agree. */
+#define MPIDI_PART_LOCK() \
+    do { \
+        if (MPIR_IS_THREADED) { \
+            int err_; \
+            MPID_Thread_mutex_lock(&MPIDI_PART_global.lock, &err_); \
+        } \
+    } while (0)
+#define MPIDI_PART_UNLOCK() \
+    do { \
+        if (MPIR_IS_THREADED) { \
+            int err_; \
+            MPID_Thread_mutex_unlock(&MPIDI_PART_global.lock, &err_); \
+        } \
+    } while (0)
 
 #define MPIDI_PART_OP(req_) (MPIDI_PART_REQUEST(req_, op))
 
