@@ -155,15 +155,19 @@ int MPIDI_PART_send_ready(MPIDI_PART_op_t * op, const int32_t * msgs, int n)
 int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs)
 {
     int mpi_errno = MPI_SUCCESS;
-    int n = nmsgs > 0 ? nmsgs : 1;
+    size_t n = nmsgs > 0 ? nmsgs : 1;
 
-    op->done = MPL_calloc(n, 1, MPL_MEM_OTHER);
-    MPIR_ERR_CHKANDJUMP(op->done == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    /* one allocation: a sender's counters (aligned at its start), its held flags, and the
+     * done flags of either side */
+    char *mem = MPL_calloc(1, op->is_send ? n * (sizeof(int32_t) + 2) : n, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(mem == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    op->msgs_mem = mem;
     if (op->is_send) {
-        op->cntr = MPL_calloc(n, sizeof(int32_t), MPL_MEM_OTHER);
-        op->held = MPL_calloc(n, 1, MPL_MEM_OTHER);
-        MPIR_ERR_CHKANDJUMP(op->cntr == NULL || op->held == NULL, mpi_errno, MPI_ERR_OTHER,
-                            "**nomem");
+        op->cntr = (int32_t *) mem;
+        op->held = (uint8_t *) (mem + n * sizeof(int32_t));
+        op->done = op->held + n;
+    } else {
+        op->done = (uint8_t *) mem;
     }
   fn_exit:
     return mpi_errno;
@@ -199,13 +203,10 @@ static int thread_parts_hint(MPIR_Info * info, int partitions, int *value)
 
 static void op_free_memory(MPIDI_PART_op_t * op)
 {
-    MPL_free(op->ready);
-    MPL_free(op->cntr);
-    MPL_free(op->held);
-    MPL_free(op->done);
+    MPL_free(op->msgs_mem);
     MPL_free(op->rts_ext);
     MPL_free(op->obs_base);
-    MPL_free(op);
+    MPL_free(op);       /* with a sender's ready flags */
 }
 
 static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype, int peer,
@@ -244,14 +245,13 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
                          mpi_errno, MPI_ERR_COUNT, "**partoverflow", "**partoverflow %d %L %L",
                          partitions, (long long) count, (long long) size);
 
-    op = MPL_calloc(1, sizeof(*op), MPL_MEM_OTHER);
+    /* a sender's ready flags follow the op in its allocation */
+    size_t ready_bytes = is_send ? (size_t) partitions * sizeof(int32_t) : 0;
+    op = MPL_calloc(1, sizeof(*op) + ready_bytes, MPL_MEM_OTHER);
     MPIR_ERR_CHKANDSTMT(op == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail, "**nomem");
     op->timer_ns = -1;
-    if (is_send && partitions > 0) {
-        op->ready = MPL_calloc(partitions, sizeof(int32_t), MPL_MEM_OTHER);
-        MPIR_ERR_CHKANDSTMT(op->ready == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail,
-                            "**nomem");
-    }
+    if (is_send && partitions > 0)
+        op->ready = (int32_t *) (op + 1);
     /* request pool 0 is VCI 0's: its lock, as MPICH's own partitioned init takes (another
      * thread may free a pool-0 request meanwhile; ThreadSanitizer, part_race_release) */
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);

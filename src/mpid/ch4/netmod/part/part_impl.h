@@ -266,10 +266,11 @@ typedef struct MPIDI_PART_op {
     struct MPIDI_PART_rdmaop *rdma;     /* RDMA transport state (part_rdma.h), or NULL */
 
     /* state machine storage */
-    int32_t *ready;             /* sender: per partition */
+    int32_t *ready;             /* sender: per partition (in the op's own allocation) */
     int32_t *cntr;              /* sender: per message */
     uint8_t *held;              /* sender: per message */
     uint8_t *done;              /* per message */
+    void *msgs_mem;             /* the one allocation cntr, held and done lie in */
 
     union {
         MPIDI_PART_tagop_t tag;

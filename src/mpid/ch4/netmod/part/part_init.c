@@ -252,10 +252,8 @@ int MPIDI_PART_finalize(void)
             MPIDI_PART_rdma_release(op);
 #endif
             MPL_free(op->rts_ext);
-            MPL_free(op->ready);
-            MPL_free(op->cntr);
-            MPL_free(op->held);
-            MPL_free(op->done);
+            MPL_free(op->msgs_mem);
+            MPL_free(op->obs_base);
             MPL_free(op);
         }
         op = next;
