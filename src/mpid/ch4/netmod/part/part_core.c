@@ -245,13 +245,15 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
                          mpi_errno, MPI_ERR_COUNT, "**partoverflow", "**partoverflow %d %L %L",
                          partitions, (long long) count, (long long) size);
 
-    /* a sender's ready flags follow the op in its allocation */
+    /* a sender's ready flags follow the op in its allocation, a cache line after its last
+     * field: MPI_Pready's threads write the flags, the progress hook the op's fields */
+    size_t ready_at = sizeof(*op) + MPIDI_PART_CACHE_LINE;
     size_t ready_bytes = is_send ? (size_t) partitions * sizeof(int32_t) : 0;
-    op = MPL_calloc(1, sizeof(*op) + ready_bytes, MPL_MEM_OTHER);
+    op = MPL_calloc(1, ready_at + ready_bytes, MPL_MEM_OTHER);
     MPIR_ERR_CHKANDSTMT(op == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail, "**nomem");
     op->timer_ns = -1;
     if (is_send && partitions > 0)
-        op->ready = (int32_t *) (op + 1);
+        op->ready = (int32_t *) ((char *) op + ready_at);
     /* request pool 0 is VCI 0's: its lock, as MPICH's own partitioned init takes (another
      * thread may free a pool-0 request meanwhile; ThreadSanitizer, part_race_release) */
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);

@@ -451,6 +451,9 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
 
 #define MPIDI_PART_OP(req_) (MPIDI_PART_REQUEST(req_, op))
 
+/* bytes between data that different threads write (x86-64's cache line) */
+#define MPIDI_PART_CACHE_LINE 64
+
 /* Whether the operation's re-plan (section 4c) is still to come: its plan may change at an
  * iteration boundary. The plan's installation stores replan_iter before it publishes
  * PLANNED, so a planned operation reads it with this acquire load. */

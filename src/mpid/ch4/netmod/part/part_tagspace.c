@@ -52,9 +52,12 @@ static int cmp_base(const void *a, const void *b)
 
 /* Merge every pair of free buddies, from the smallest order up (the frees since the last
  * merge did not look for their buddies). A pair whose merge finds no memory for the larger
- * order's list stays as it is: free, only not merged. */
+ * order's list stays as it is: free, only not merged, and the next failed allocation tries
+ * again. */
 static void coalesce(MPIDI_PART_tagspace_t * ts)
 {
+    int32_t skipped = 0;
+
     for (int32_t k = 0; k < ts->bits; k++) {
         int32_t n = ts->nfree[k], kept = 0;
         int64_t size = (int64_t) 1 << k;
@@ -63,11 +66,12 @@ static void coalesce(MPIDI_PART_tagspace_t * ts)
             continue;
         qsort(f, n, sizeof(int64_t), cmp_base);
         for (int32_t i = 0; i < n; i++) {
-            if (i + 1 < n && (f[i] & size) == 0 && f[i + 1] == f[i] + size &&
-                reserve(ts, k + 1) == 0) {
+            int pair = i + 1 < n && (f[i] & size) == 0 && f[i + 1] == f[i] + size;
+            if (pair && reserve(ts, k + 1) == 0) {
                 push(ts, k + 1, f[i]);
                 i++;
             } else {
+                skipped |= pair;
                 f[kept++] = f[i];
             }
         }
@@ -75,7 +79,7 @@ static void coalesce(MPIDI_PART_tagspace_t * ts)
         if (kept == 0)
             ts->nonempty &= ~((uint64_t) 1 << k);
     }
-    ts->unmerged = 0;
+    ts->unmerged = skipped;
 }
 
 int MPIDI_PART_tagspace_init(MPIDI_PART_tagspace_t * ts, int32_t bits)
