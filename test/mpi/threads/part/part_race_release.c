@@ -68,9 +68,11 @@ static void spin_rand(int spin)
     while ((MPI_Wtime() - t0) * 1e6 < us);
 }
 
+/* in unsigned arithmetic: it * 15485863 leaves int's range from the 139th iteration on
+ * (UBSan, signed overflow) */
 static int pattern(int round, int it, int i)
 {
-    return 3 + round * 6007 + it * 15485863 + i;
+    return (int) (3u + (unsigned) round * 6007u + (unsigned) it * 15485863u + (unsigned) i);
 }
 
 /* MPI_Test until the iteration ends (the progress thread does the engine's work). */
