@@ -201,7 +201,7 @@ static int thread_parts_hint(MPIR_Info * info, int partitions, int *value)
     goto fn_exit;
 }
 
-static void op_free_memory(MPIDI_PART_op_t * op)
+void MPIDI_PART_op_free_memory(MPIDI_PART_op_t * op)
 {
     MPL_free(op->msgs_mem);
     MPL_free(op->rts_ext);
@@ -248,8 +248,8 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     /* a sender's ready flags follow the op in its allocation, a cache line after its last
      * field: MPI_Pready's threads write the flags, the progress hook the op's fields */
     size_t ready_at = sizeof(*op) + MPIDI_PART_CACHE_LINE;
-    size_t ready_bytes = is_send ? (size_t) partitions * sizeof(int32_t) : 0;
-    op = MPL_calloc(1, ready_at + ready_bytes, MPL_MEM_OTHER);
+    op = MPL_calloc(1, is_send ? ready_at + (size_t) partitions * sizeof(int32_t) : sizeof(*op),
+                    MPL_MEM_OTHER);
     MPIR_ERR_CHKANDSTMT(op == NULL, mpi_errno, MPI_ERR_OTHER, goto fn_fail, "**nomem");
     op->timer_ns = -1;
     if (is_send && partitions > 0)
@@ -333,7 +333,7 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     return mpi_errno;
   fn_fail:
     if (op)
-        op_free_memory(op);
+        MPIDI_PART_op_free_memory(op);
     if (req) {
         MPIDI_PART_OP(req) = NULL;
         MPIR_Request_free(req);
@@ -375,7 +375,7 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
 #endif
     MPIR_Comm_release(op->comm);
     MPIDI_PART_PVAR_SUB(OPS_LIVE, 1);
-    op_free_memory(op);
+    MPIDI_PART_op_free_memory(op);
 }
 
 /* Drop one reference (no lock held). */

@@ -351,6 +351,7 @@ typedef struct MPIDI_PART_global {
     MPIDI_PART_op_t *all;
     /* tag transport */
     int tags_ready;
+    int ucx_shm;                /* UCX_TLS lets UCX use shared memory (read with the tags) */
     MPIDI_PART_tagspace_t tags;
     int max_order;              /* the largest block (messages per plan <= 2^max_order) */
     int perm_blocks;            /* permanent blocks held */
@@ -434,20 +435,10 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
  * level no two threads are ever in MPI at once. MPICH changes isThreaded only at the end
  * of MPI_Init and the start of MPI_Finalize, when no engine call is under way, so a lock
  * and its unlock always agree. */
-#define MPIDI_PART_LOCK() \
-    do { \
-        if (MPIR_IS_THREADED) { \
-            int err_; \
-            MPID_Thread_mutex_lock(&MPIDI_PART_global.lock, &err_); \
-        } \
-    } while (0)
-#define MPIDI_PART_UNLOCK() \
-    do { \
-        if (MPIR_IS_THREADED) { \
-            int err_; \
-            MPID_Thread_mutex_unlock(&MPIDI_PART_global.lock, &err_); \
-        } \
-    } while (0)
+#define MPIDI_PART_LOCK_CALL(fn_) \
+    do { int err_; if (MPIR_IS_THREADED) fn_(&MPIDI_PART_global.lock, &err_); } while (0)
+#define MPIDI_PART_LOCK()   MPIDI_PART_LOCK_CALL(MPID_Thread_mutex_lock)
+#define MPIDI_PART_UNLOCK() MPIDI_PART_LOCK_CALL(MPID_Thread_mutex_unlock)
 
 #define MPIDI_PART_OP(req_) (MPIDI_PART_REQUEST(req_, op))
 
@@ -470,6 +461,8 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op);       /* lock not held */
 void MPIDI_PART_op_release(MPIDI_PART_op_t * op);       /* lock not held: unref, destroy
                                                          * if it was the last */
 int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs);
+/* The op's memory (its arrays and the op), nothing else. */
+void MPIDI_PART_op_free_memory(MPIDI_PART_op_t * op);
 void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */

@@ -251,10 +251,7 @@ int MPIDI_PART_finalize(void)
 #ifdef MPIDI_CH4_PART_RDMA
             MPIDI_PART_rdma_release(op);
 #endif
-            MPL_free(op->rts_ext);
-            MPL_free(op->msgs_mem);
-            MPL_free(op->obs_base);
-            MPL_free(op);
+            MPIDI_PART_op_free_memory(op);
         }
         op = next;
     }

@@ -126,6 +126,7 @@ int MPIDI_PART_tags_init(void)
     MPIDI_PART_global.max_order = bits < MAX_ORDER ? bits : MAX_ORDER;
     MPIDI_PART_global.perm_max = MPIR_CVAR_PART_TAG_IDS > 0 ? MPIR_CVAR_PART_TAG_IDS : 0;
     MPIDI_PART_global.perm_blocks = 0;
+    MPIDI_PART_global.ucx_shm = MPIDI_PART_ucx_tls_has_shm(getenv("UCX_TLS")) != 0;
     MPIDI_PART_global.tags_ready = 1;
   fn_exit:
     return mpi_errno;
@@ -214,23 +215,12 @@ static void lease_return(MPIDI_PART_op_t * op)
 
 /* ---- splitting ------------------------------------------------------------------------- */
 
-/* Whether UCX_TLS lets UCX use shared memory, read once (UCX read it at MPI_Init). */
-static int ucx_shm_allowed(void)
-{
-    static MPL_atomic_int_t known = MPL_ATOMIC_INT_T_INITIALIZER(-1);
-    int v = MPL_atomic_relaxed_load_int(&known);
-    if (v < 0) {
-        v = MPIDI_PART_ucx_tls_has_shm(getenv("UCX_TLS")) != 0;
-        MPL_atomic_relaxed_store_int(&known, v);
-    }
-    return v;
-}
-
 /* Receiver, at plan time: the piece size for op's wire messages (0: none). */
 static int64_t split_decide(MPIDI_PART_op_t * op)
 {
     if (MPIR_CVAR_PART_TAG_SPLIT_SIZE == 0 || !op->contig || !op->peer_contig ||
-        op->peer_bytes != op->total_bytes || !ucx_shm_allowed() || !MPIDI_PART_peer_on_node(op))
+        op->peer_bytes != op->total_bytes || !MPIDI_PART_global.ucx_shm ||
+        !MPIDI_PART_peer_on_node(op))
         return 0;
     if (MPIR_CVAR_PART_TAG_SPLIT_SIZE > 0)
         return MPIR_CVAR_PART_TAG_SPLIT_SIZE;

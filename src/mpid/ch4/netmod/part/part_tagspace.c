@@ -33,15 +33,6 @@ static int reserve_range(MPIDI_PART_tagspace_t * ts, int32_t lo, int32_t hi)
 static void push(MPIDI_PART_tagspace_t * ts, int32_t k, int64_t base)
 {
     ts->free[k][ts->nfree[k]++] = base;
-    ts->nonempty |= (uint64_t) 1 << k;
-}
-
-static int64_t pop(MPIDI_PART_tagspace_t * ts, int32_t k)
-{
-    int64_t base = ts->free[k][--ts->nfree[k]];
-    if (ts->nfree[k] == 0)
-        ts->nonempty &= ~((uint64_t) 1 << k);
-    return base;
 }
 
 static int cmp_base(const void *a, const void *b)
@@ -76,8 +67,6 @@ static void coalesce(MPIDI_PART_tagspace_t * ts)
             }
         }
         ts->nfree[k] = kept;
-        if (kept == 0)
-            ts->nonempty &= ~((uint64_t) 1 << k);
     }
     ts->unmerged = skipped;
 }
@@ -121,8 +110,10 @@ int32_t MPIDI_PART_tagspace_order(int32_t n)
 /* The smallest order >= order with a free block, or -1. */
 static int32_t first_free(const MPIDI_PART_tagspace_t * ts, int32_t order)
 {
-    uint64_t m = ts->nonempty >> order;
-    return m ? order + __builtin_ctzll(m) : -1;
+    for (int32_t j = order; j <= ts->bits; j++)
+        if (ts->nfree[j] > 0)
+            return j;
+    return -1;
 }
 
 int64_t MPIDI_PART_tagspace_alloc(MPIDI_PART_tagspace_t * ts, int32_t order)
@@ -138,7 +129,7 @@ int64_t MPIDI_PART_tagspace_alloc(MPIDI_PART_tagspace_t * ts, int32_t order)
         return -1;
     if (reserve_range(ts, order, j - 1) != 0)
         return -1;
-    int64_t base = pop(ts, j);
+    int64_t base = ts->free[j][--ts->nfree[j]];
     /* split down to the wanted order: keep the lower half, free the upper */
     while (j > order) {
         j--;

@@ -22,8 +22,8 @@ typedef struct MPIDI_PART_tagspace {
     int32_t *nfree;             /* per order k (block of 2^k tags): free blocks */
     int32_t *cap;
     int64_t **free;             /* per order: the free blocks' bases */
-    uint64_t nonempty;          /* bit k: order k's list is not empty */
-    int32_t unmerged;           /* blocks freed since the last merge of buddies */
+    int32_t unmerged;           /* 1: a block was freed (or a merge skipped) since the last
+                                 * merge of buddies */
     int64_t in_use;             /* tags held */
     int32_t blocks;             /* blocks held */
 } MPIDI_PART_tagspace_t;
