@@ -10,13 +10,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 PREFIX=${PREFIX:-$top/_install}
 rounds=${1:-6}
 args=("${@:2}")
-out=$top/_bench/oneshot
-mkdir -p "$out"
-for t in mpicxx.mpich mpiexec.mpich; do
-    command -v $t >/dev/null || { echo "oneshot.sh: $t missing: apt-get install libmpich-dev mpich" >&2; exit 1; }
-done
-"$PREFIX/bin/mpicxx" -std=c++17 -O2 -o "$out/oneshot-ours" "$top/bench/oneshot.cpp"
-mpicxx.mpich -std=c++17 -O2 -o "$out/oneshot-stock" "$top/bench/oneshot.cpp"
+. "$top/bench/pair.sh"
+build_pair oneshot
 
 run() {     # run MPIEXEC BINARY: microseconds per iteration
     local line

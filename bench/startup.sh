@@ -9,13 +9,8 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PREFIX=${PREFIX:-$top/_install}
 n=${1:-10}
-out=$top/_bench/startup
-mkdir -p "$out"
-for t in mpicxx.mpich mpiexec.mpich; do
-    command -v $t >/dev/null || { echo "startup.sh: $t missing: apt-get install libmpich-dev mpich" >&2; exit 1; }
-done
-"$PREFIX/bin/mpicxx" -std=c++17 -O2 -o "$out/startup-ours" "$top/bench/startup.cpp"
-mpicxx.mpich -std=c++17 -O2 -o "$out/startup-stock" "$top/bench/startup.cpp"
+. "$top/bench/pair.sh"
+build_pair startup
 
 launch() {      # launch MPIEXEC BINARY: "wall_ms init_ms finalize_ms"
     local s e line

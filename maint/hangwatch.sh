@@ -36,8 +36,8 @@ check() {
     case $name in ""|sh|dash|bash|env|timeout|hydra_pmi_proxy) return ;; esac
     t=$(ps -o etimes= -p "$1" 2>/dev/null | tr -d ' ')
     [ -n "$t" ] || return
-    # (2> first: the program may end before the redirection opens its file)
-    limit=$( { tr '\0' '\n' < "/proc/$1/environ"; } 2>/dev/null | sed -n 's/^MPIEXEC_TIMEOUT=\([0-9][0-9]*\)$/\1/p')
+    # (2> before <: the program may end before the redirection opens its file)
+    limit=$(tr '\0' '\n' 2>/dev/null < "/proc/$1/environ" | sed -n 's/^MPIEXEC_TIMEOUT=\([0-9][0-9]*\)$/\1/p')
     limit=${limit:-$default_limit}
     [ $((t * 5)) -ge $((limit * 4)) ] || return
     f=$dir/$name.$1.txt
