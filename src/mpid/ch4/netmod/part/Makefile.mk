@@ -15,7 +15,8 @@ noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
                   src/mpid/ch4/netmod/part/part_rdma.h \
                   src/mpid/ch4/netmod/part/part_timer.h \
                   src/mpid/ch4/netmod/part/part_state.h \
-                  src/mpid/ch4/netmod/part/part_tagspace.h
+                  src/mpid/ch4/netmod/part/part_tagspace.h \
+                  src/mpid/ch4/netmod/part/part_wire.h
 
 mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_core.c \

@@ -11,6 +11,7 @@
 #include "part_plan.h"
 #include "part_state.h"
 #include "part_tagspace.h"
+#include "part_wire.h"
 #include <time.h>
 
 /* The engine's wire messages travel on a private context of each communicator: the
@@ -19,30 +20,7 @@
  * sub-communicator). No user or MPICH message can match them. */
 #define MPIDI_PART_CONTEXT_OFFSET (3 << MPIR_CONTEXT_SUBCOMM_SHIFT)
 
-/* ---- handshake --------------------------------------------------------------------------- */
-
-enum MPIDI_PART_msg_kind {
-    MPIDI_PART_MSG_RTS = 1,     /* sender -> receiver at MPI_Psend_init */
-    MPIDI_PART_MSG_PLAN,        /* receiver -> sender once matched: layout + transport data */
-    MPIDI_PART_MSG_CTS,         /* receiver -> sender per iteration, when the transport needs it */
-    MPIDI_PART_MSG_FAIL,        /* either way: an RDMA transport's connection to the peer broke
-                                 * (sop: the peer's operation slot; ext: the reason) */
-    MPIDI_PART_MSG_LAYOUT,      /* sender -> receiver once, at the start of the iteration after
-                                 * the observed one: the plan from then on (section 4c) */
-    MPIDI_PART_MSG_EARLY,       /* receiver -> sender once, before the re-plan: MPI_Parrived
-                                 * reported a partition of an iteration still under way */
-    MPIDI_PART_MSG_COUNT,       /* sender -> receiver after its FAIL whose count of writes
-                                 * was not final, or once a sender the receiver's FAIL reached
-                                 * has handled its writes: the final count (bytes; two carry
-                                 * the same); it may arrive before the sender's FAIL */
-    MPIDI_PART_MSG_WITHDRAW,    /* sender -> receiver: this send sends nothing more: freed
-                                 * after bytes iterations (status FREED; 0: before its PLAN
-                                 * came), or unable to use the PLAN (status ERROR, bytes 0);
-                                 * names the RTS by sop, serial, src_rank and context_id */
-    MPIDI_PART_MSG_RELEASE      /* receiver -> sender: this planned receive was freed after
-                                 * bytes iterations; later ones of the send fail (names the
-                                 * send by sop and serial) */
-};
+/* ---- handshake (the message and its wire form: part_wire.h) ------------------------------ */
 
 enum MPIDI_PART_plan_status {
     MPIDI_PART_STATUS_OK = 0,
@@ -85,41 +63,6 @@ enum MPIDI_PART_model_path {
     MPIDI_PART_PATH_RDMA_SHM,   /* RDMA writes within the node (libfabric shm) */
     MPIDI_PART_PATH_RDMA_NET    /* RDMA writes over a network (tcp;ofi_rxm, verbs) */
 };
-
-#define MPIDI_PART_EXT_MAX 512  /* transport payload of an RTS, PLAN or CTS */
-
-typedef struct MPIDI_PART_hdr {
-    int32_t kind;
-    int32_t src_rank;           /* RTS: sender's rank in the communicator */
-    int32_t tag;                /* RTS: user tag */
-    int32_t context_id;         /* RTS: the context the receiver matches on */
-    uint64_t sop;               /* the sender's operation (echoed back in PLAN and CTS) */
-    int32_t partitions;         /* RTS: sender's partition count */
-    int32_t thread_parts;       /* RTS: sender's mpich_part_thread_partitions (0: none) */
-    int32_t nvcis;              /* RTS: VCIs the sender has */
-    int32_t status;             /* PLAN: enum MPIDI_PART_plan_status */
-    int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's */
-    uint32_t iter;              /* CTS: the receiver's iteration (1, 2, ...); PLAN: the
-                                 * iteration the sender observes before re-planning (0: none);
-                                 * LAYOUT: the first iteration of the new plan */
-    uint32_t serial;            /* with sop: the sender's serial number of its RTS, echoed in
-                                 * PLAN and CTS and sent in WITHDRAW (sop alone may name an
-                                 * earlier operation at the same address) */
-    int32_t choice;             /* RTS: the sender's enum MPIDI_PART_choice */
-    int32_t contig;             /* RTS: the sender's buffer is one contiguous run */
-    int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
-    MPIDI_PART_plan_t plan;     /* PLAN */
-    int32_t timer_ns;           /* PLAN, RDMA: the timer aggregator's deadline; -1: none;
-                                 * PLAN with iter > 0: the re-plan's tau (ns, section 4c) */
-    int32_t timer_cap_ns;       /* PLAN, RDMA timer: the deadline adapts to the spreads the
-                                 * sender observes, up to this (ns); 0: it stays timer_ns */
-    uint64_t rop;               /* PLAN: the receiver's operation (echoed back in LAYOUT) */
-    int32_t ext_len;            /* bytes of ext in use */
-    /* RTS/PLAN/CTS: the transport's data, laid out by it as a struct (hence the alignment) */
-    uint8_t ext[MPIDI_PART_EXT_MAX] __attribute__ ((aligned(8)));
-} MPIDI_PART_hdr_t;
-
-#define MPIDI_PART_HDR_SIZE(h_) (offsetof(MPIDI_PART_hdr_t, ext) + (size_t) (h_)->ext_len)
 
 /* A handshake message waiting for the progress hook. */
 typedef struct MPIDI_PART_inbox {

@@ -125,11 +125,17 @@ void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
 int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr)
 {
     int mpi_errno = MPI_SUCCESS;
+    uint64_t wire[MPIDI_PART_WIRE_MAX / sizeof(uint64_t)];
+    size_t len = MPIDI_PART_wire_pack(hdr, wire);
+    MPIR_ERR_CHKINTERNAL(len == 0, mpi_errno, "partitioned handshake message of unknown kind");
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
-    CH4_CALL(am_send_hdr(op->peer, op->comm, MPIDI_PART_global.am_id, hdr,
-                         MPIDI_PART_HDR_SIZE(hdr), 0, 0), op->is_local, mpi_errno);
+    CH4_CALL(am_send_hdr(op->peer, op->comm, MPIDI_PART_global.am_id, wire, (MPI_Aint) len,
+                         0, 0), op->is_local, mpi_errno);
     MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 /* Runs inside netmod/shm progress with VCI 0 locked: only queue the message. */
@@ -139,10 +145,11 @@ int MPIDI_PART_am_handler(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t a
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_inbox_t *e = MPL_malloc(sizeof(*e), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(e == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    const MPIDI_PART_hdr_t *h = am_hdr;
-    size_t len = MPIDI_PART_HDR_SIZE(h);
-    MPIR_Assert(h->ext_len >= 0 && h->ext_len <= MPIDI_PART_EXT_MAX);
-    memcpy(&e->hdr, am_hdr, len);
+    if (!MPIDI_PART_wire_unpack(am_hdr, &e->hdr)) {  /* not from this engine's version */
+        MPL_free(e);
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_INTERN, "**intern", "**intern %s",
+                             "partitioned handshake message of unknown kind or length");
+    }
     e->next = NULL;
 
     MPIDI_PART_LOCK();
