@@ -184,3 +184,26 @@ TEST(Wire, RefusesUnknownKindsAndExtLengths)
         EXPECT_FALSE(MPIDI_PART_wire_unpack(wire.data(), &out)) << ext_len;
     }
 }
+
+// MPICH's --enable-extended-context-bits gives context ids of 20 bits: the RTS and the
+// WITHDRAW match on them, so every bit must arrive.
+TEST(Wire, CarriesWideContextIds)
+{
+    std::mt19937 gen(13);
+    for (int kind : {MPIDI_PART_MSG_RTS, MPIDI_PART_MSG_WITHDRAW}) {
+        MPIDI_PART_hdr_t in = Filled(kind, 0, gen);
+        in.context_id = 0xfffffu;
+        Trip t = RoundTrip(in);
+        ASSERT_TRUE(t.ok);
+        EXPECT_EQ(t.out.context_id, 0xfffffu) << "kind " << kind;
+    }
+}
+
+TEST(Wire, FixedPartIsHeadAndRun)
+{
+    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_PLAN), 60u);
+    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RTS), 48u);
+    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_EARLY), MPIDI_PART_WIRE_HEAD);
+    EXPECT_EQ(MPIDI_PART_wire_fixed(0), 0u);
+    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RELEASE + 1), 0u);
+}

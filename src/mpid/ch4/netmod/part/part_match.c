@@ -127,7 +127,8 @@ int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr)
     int mpi_errno = MPI_SUCCESS;
     uint64_t wire[MPIDI_PART_WIRE_MAX / sizeof(uint64_t)];
     size_t len = MPIDI_PART_wire_pack(hdr, wire);
-    MPIR_ERR_CHKINTERNAL(len == 0, mpi_errno, "partitioned handshake message of unknown kind");
+    MPIR_ERR_CHKINTERNAL(len == 0, mpi_errno,
+                         "partitioned handshake message of unknown kind or ext length");
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
     CH4_CALL(am_send_hdr(op->peer, op->comm, MPIDI_PART_global.am_id, wire, (MPI_Aint) len,
                          0, 0), op->is_local, mpi_errno);

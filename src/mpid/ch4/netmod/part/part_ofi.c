@@ -1306,7 +1306,7 @@ int MPIDI_PART_ofi_progress(void)
 static size_t names_room(void)
 {
     MPI_Aint room = (MPI_Aint) sizeof(((ofi_plan_ext_t *) 0)->names);
-    MPI_Aint fixed = (MPI_Aint) (offsetof(MPIDI_PART_hdr_t, ext) +
+    MPI_Aint fixed = (MPI_Aint) (MPIDI_PART_wire_fixed(MPIDI_PART_MSG_PLAN) +
                                  offsetof(ofi_plan_ext_t, names));
     MPI_Aint nm = MPIDI_NM_am_hdr_max_sz() - fixed;
     if (nm < room)

@@ -61,11 +61,12 @@ typedef struct MPIDI_PART_hdr {
     /* the body, in the order that makes each kind's fields one run (MPIDI_PART_wire_run) */
     int32_t partitions;         /* RTS: sender's partition count */
     int32_t thread_parts;       /* RTS: sender's mpich_part_thread_partitions (0: none) */
-    int32_t nvcis;              /* RTS: VCIs the sender has */
-    int32_t tag;                /* RTS, WITHDRAW: user tag */
-    uint16_t context_id;        /* RTS, WITHDRAW: the context the receiver matches on */
+    int16_t nvcis;              /* RTS: VCIs the sender has (at most MPIDI_CH4_MAX_VCIS) */
     int8_t choice;              /* RTS: the sender's enum MPIDI_PART_choice */
     int8_t contig;              /* RTS: the sender's buffer is one contiguous run */
+    int32_t tag;                /* RTS, WITHDRAW: user tag */
+    uint32_t context_id;        /* RTS, WITHDRAW: the context the receiver matches on (32
+                                 * bits: MPICH's --enable-extended-context-bits uses 20) */
     int32_t src_rank;           /* RTS, WITHDRAW, RELEASE, FAIL, COUNT: sender's rank in the
                                  * communicator */
     int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's; WITHDRAW,
@@ -122,7 +123,7 @@ static inline int MPIDI_PART_wire_run(int kind, size_t * from, size_t * to)
             f = offsetof(MPIDI_PART_hdr_t, src_rank);
             t = offsetof(MPIDI_PART_hdr_t, iter);
             break;
-        case MPIDI_PART_MSG_WITHDRAW:  /* tag, context_id, choice, contig, src_rank, bytes */
+        case MPIDI_PART_MSG_WITHDRAW:  /* tag, context_id, src_rank, bytes */
             f = offsetof(MPIDI_PART_hdr_t, tag);
             t = offsetof(MPIDI_PART_hdr_t, rop);
             break;
@@ -136,6 +137,13 @@ static inline int MPIDI_PART_wire_run(int kind, size_t * from, size_t * to)
     *from = f;
     *to = t;
     return 1;
+}
+
+/* The bytes a kind's wire form has before its ext; 0 for an unknown kind. */
+static inline size_t MPIDI_PART_wire_fixed(int kind)
+{
+    size_t from, to;
+    return MPIDI_PART_wire_run(kind, &from, &to) ? MPIDI_PART_WIRE_HEAD + (to - from) : 0;
 }
 
 /* Write h's wire form to wire (room for MPIDI_PART_WIRE_MAX bytes); its length, or 0 when
