@@ -90,52 +90,34 @@ typedef struct MPIDI_PART_hdr {
 /* the largest wire form: head, the longest run, a full ext */
 #define MPIDI_PART_WIRE_MAX sizeof(MPIDI_PART_hdr_t)
 
+#define MPIDI_PART_WIRE_AT(field_) ((uint8_t) offsetof(MPIDI_PART_hdr_t, field_))
+
+/* Each kind's run of the body: [from, to) as struct offsets, in the order of enum
+ * MPIDI_PART_msg_kind (row 0: no kind). */
+static const uint8_t MPIDI_PART_wire_runs[][2] = {
+    {0, 0},
+    {MPIDI_PART_WIRE_AT(partitions), MPIDI_PART_WIRE_AT(rop)},  /* RTS: partitions .. bytes */
+    {MPIDI_PART_WIRE_AT(bytes), MPIDI_PART_WIRE_AT(transport) + 4},     /* PLAN: bytes ..
+                                                                     * transport */
+    {MPIDI_PART_WIRE_AT(iter), MPIDI_PART_WIRE_AT(plan)},       /* CTS: iter */
+    {MPIDI_PART_WIRE_AT(src_rank), MPIDI_PART_WIRE_AT(plan)},   /* FAIL: src_rank, bytes, rop,
+                                                                 * iter */
+    {MPIDI_PART_WIRE_AT(rop), MPIDI_PART_WIRE_AT(timer_ns)},    /* LAYOUT: rop, iter, plan */
+    {MPIDI_PART_WIRE_AT(partitions), MPIDI_PART_WIRE_AT(partitions)},   /* EARLY: the head */
+    {MPIDI_PART_WIRE_AT(src_rank), MPIDI_PART_WIRE_AT(iter)},   /* COUNT: src_rank, bytes, rop */
+    {MPIDI_PART_WIRE_AT(tag), MPIDI_PART_WIRE_AT(rop)}, /* WITHDRAW: tag, context_id, src_rank,
+                                                         * bytes */
+    {MPIDI_PART_WIRE_AT(src_rank), MPIDI_PART_WIRE_AT(rop)}     /* RELEASE: src_rank, bytes */
+};
+
 /* The run of the body [*from, *to) (struct offsets) that a kind carries; 0 for an unknown
  * kind. */
 static inline int MPIDI_PART_wire_run(int kind, size_t * from, size_t * to)
 {
-    size_t f, t;
-    switch (kind) {
-        case MPIDI_PART_MSG_RTS:       /* partitions .. bytes */
-            f = offsetof(MPIDI_PART_hdr_t, partitions);
-            t = offsetof(MPIDI_PART_hdr_t, rop);
-            break;
-        case MPIDI_PART_MSG_PLAN:      /* bytes .. transport */
-            f = offsetof(MPIDI_PART_hdr_t, bytes);
-            t = offsetof(MPIDI_PART_hdr_t, transport) + sizeof(int32_t);
-            break;
-        case MPIDI_PART_MSG_CTS:       /* iter */
-            f = offsetof(MPIDI_PART_hdr_t, iter);
-            t = offsetof(MPIDI_PART_hdr_t, plan);
-            break;
-        case MPIDI_PART_MSG_FAIL:      /* src_rank, bytes, rop, iter */
-            f = offsetof(MPIDI_PART_hdr_t, src_rank);
-            t = offsetof(MPIDI_PART_hdr_t, plan);
-            break;
-        case MPIDI_PART_MSG_LAYOUT:    /* rop, iter, plan */
-            f = offsetof(MPIDI_PART_hdr_t, rop);
-            t = offsetof(MPIDI_PART_hdr_t, timer_ns);
-            break;
-        case MPIDI_PART_MSG_EARLY:     /* the head alone */
-            f = t = MPIDI_PART_WIRE_HEAD;
-            break;
-        case MPIDI_PART_MSG_COUNT:     /* src_rank, bytes, rop */
-            f = offsetof(MPIDI_PART_hdr_t, src_rank);
-            t = offsetof(MPIDI_PART_hdr_t, iter);
-            break;
-        case MPIDI_PART_MSG_WITHDRAW:  /* tag, context_id, src_rank, bytes */
-            f = offsetof(MPIDI_PART_hdr_t, tag);
-            t = offsetof(MPIDI_PART_hdr_t, rop);
-            break;
-        case MPIDI_PART_MSG_RELEASE:   /* src_rank, bytes */
-            f = offsetof(MPIDI_PART_hdr_t, src_rank);
-            t = offsetof(MPIDI_PART_hdr_t, rop);
-            break;
-        default:
-            return 0;
-    }
-    *from = f;
-    *to = t;
+    if (kind < MPIDI_PART_MSG_RTS || kind > MPIDI_PART_MSG_RELEASE)
+        return 0;
+    *from = MPIDI_PART_wire_runs[kind][0];
+    *to = MPIDI_PART_wire_runs[kind][1];
     return 1;
 }
 
