@@ -112,6 +112,10 @@ static const struct {
         "WITHDRAW messages that named a receive of this process or an announcement still "
         "unmatched: one per freed send (with how many iterations it started) and one per "
         "send that could not use its plan (engine README, section 5)"},
+    [MPIDI_PART_PV_RELEASE_BEFORE_PLAN] = {"part_release_before_plan", 0,
+        "RELEASE messages (a receive freed) that reached their send before the receiver's "
+        "PLAN did: the receiver sends the PLAN after releasing its lock, so the two may "
+        "cross (engine README, section 5)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -898,6 +898,8 @@ static void handle_release(const MPIDI_PART_hdr_t * hdr)
         uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
         op->refused_from = from;
         __atomic_store_n(&op->refused, MPIDI_PART_STATUS_FREED, __ATOMIC_SEQ_CST);
+        if (state == MPIDI_PART_ST_UNPLANNED)
+            MPIDI_PART_PVAR_ADD(RELEASE_BEFORE_PLAN, 1);        /* it overtook the PLAN */
         if (!MPIDI_PART_st_is_running(&op->st) || iter < from) {
             /* nothing under way that the RELEASE concerns */
 #ifdef MPIDI_CH4_PART_RDMA
