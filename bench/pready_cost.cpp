@@ -12,7 +12,7 @@
 // warm-up of the time of all ready calls of an iteration, and of its last call.
 //
 //   pready_cost [--parts P] [--bytes B] [--iters N] [--warmup W] [--chunk K]
-//               [--threads T] [--aggr none,timer,...]
+//               [--threads T] [--aggr none,timer,...] [--level single|...|multiple]
 // With T threads each readies its own block of P / T partitions at the same time (the last
 // one the rest); "all calls" then includes the threads' hand-off and join (the same for
 // every aggregator), and no "last call" is printed.
@@ -75,7 +75,19 @@ struct Op {
 int main(int argc, char **argv)
 {
     int provided, size;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    // --level: the thread level asked of MPI_Init_thread (below MPI_THREAD_MULTIPLE the
+    // engine takes none of its locks); read before MPI is initialised
+    int level = MPI_THREAD_MULTIPLE;
+    for (int i = 1; i + 1 < argc; i += 2)
+        if (std::string(argv[i]) == "--level") {
+            const std::string v = argv[i + 1];
+            level = v == "single"       ? MPI_THREAD_SINGLE
+                    : v == "funneled"   ? MPI_THREAD_FUNNELED
+                    : v == "serialized" ? MPI_THREAD_SERIALIZED
+                    : v == "multiple"   ? MPI_THREAD_MULTIPLE
+                                        : -1;
+        }
+    MPI_Init_thread(&argc, &argv, level < 0 ? MPI_THREAD_SINGLE : level, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     Options o;
@@ -93,6 +105,8 @@ int main(int argc, char **argv)
             o.chunk = std::atoi(v.c_str());
         else if (a == "--threads")
             o.threads = std::atoi(v.c_str());
+        else if (a == "--level")
+            continue; // read above
         else if (a == "--aggr") {
             o.aggr.clear();
             std::stringstream ss(v);
@@ -105,11 +119,13 @@ int main(int argc, char **argv)
         }
     }
     if (size != 2 || o.parts < 1 || o.bytes < 1 || o.chunk < 1 || o.warmup < 0 ||
-        o.iters <= o.warmup || o.aggr.empty() || o.threads < 1 || o.threads > o.parts) {
+        o.iters <= o.warmup || o.aggr.empty() || o.threads < 1 || o.threads > o.parts ||
+        level < 0 || provided < level || (o.threads > 1 && provided < MPI_THREAD_MULTIPLE)) {
         if (rank == 0)
             std::fprintf(stderr, "pready_cost: run with 2 ranks; parts, bytes, chunk >= 1, "
                                  "1 <= threads <= parts, iters > warmup >= 0, one aggregator "
-                                 "or more\n");
+                                 "or more; --level single|funneled|serialized|multiple, "
+                                 "multiple (the default) with --threads\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 

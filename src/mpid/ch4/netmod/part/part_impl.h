@@ -383,6 +383,12 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
     do { int err_; if (MPIR_IS_THREADED) fn_(&MPIDI_PART_global.lock, &err_); } while (0)
 #define MPIDI_PART_LOCK()   MPIDI_PART_LOCK_CALL(MPID_Thread_mutex_lock)
 #define MPIDI_PART_UNLOCK() MPIDI_PART_LOCK_CALL(MPID_Thread_mutex_unlock)
+/* The engine's other mutexes (an RDMA timer operation's, the backends' fabric, endpoint and
+ * lane locks): taken on the same condition, for the same reason */
+#define MPIDI_PART_MUTEX_LOCK(m_) \
+    do { int err_; if (MPIR_IS_THREADED) MPID_Thread_mutex_lock(m_, &err_); } while (0)
+#define MPIDI_PART_MUTEX_UNLOCK(m_) \
+    do { int err_; if (MPIR_IS_THREADED) MPID_Thread_mutex_unlock(m_, &err_); } while (0)
 
 #define MPIDI_PART_OP(req_) (MPIDI_PART_REQUEST(req_, op))
 

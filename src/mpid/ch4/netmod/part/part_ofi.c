@@ -315,10 +315,11 @@ static struct {
     int nwatch;
 } ofi;
 
-#define OFI_LOCK()   do { int err_; MPID_Thread_mutex_lock(&ofi.lock, &err_); } while (0)
-#define OFI_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&ofi.lock, &err_); } while (0)
-#define EP_LOCK(e_)   do { int err_; MPID_Thread_mutex_lock(&(e_)->lock, &err_); } while (0)
-#define EP_UNLOCK(e_) do { int err_; MPID_Thread_mutex_unlock(&(e_)->lock, &err_); } while (0)
+/* taken only when MPI runs threaded, as the engine lock is */
+#define OFI_LOCK()     MPIDI_PART_MUTEX_LOCK(&ofi.lock)
+#define OFI_UNLOCK()   MPIDI_PART_MUTEX_UNLOCK(&ofi.lock)
+#define EP_LOCK(e_)    MPIDI_PART_MUTEX_LOCK(&(e_)->lock)
+#define EP_UNLOCK(e_)  MPIDI_PART_MUTEX_UNLOCK(&(e_)->lock)
 /* Registrations and address-vector inserts: under FI_THREAD_DOMAIN every call on the
  * domain's objects must be serialised, and the hot path (fi_writedata, fi_cq_read) holds
  * only endpoint 0's lock, so these take it as well (after the fabric lock, the order used

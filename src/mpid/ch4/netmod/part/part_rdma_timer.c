@@ -13,7 +13,8 @@
  * (the group is the wire message the core counts).
  *
  * Locks: the groups of one operation are under its own mutex, taken after the engine lock
- * or alone, never before it; no MPI call and no backend call under either.
+ * or alone, never before it; no MPI call and no backend call under either. Like the engine
+ * lock it is taken only when MPI runs threaded (MPIDI_PART_MUTEX_LOCK).
  */
 #include "part_rdma.h"
 #include "part_timer.h"
@@ -304,14 +305,13 @@ static void adapt(MPIDI_PART_rtimer_t * t)
 void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
-    int err;
     if (!op->is_send) {
         memset(t->got, 0, sizeof(int32_t) * t->ngroups);
         memset(t->ucnt, 0, sizeof(int32_t) * op->st.plan.gcd);
         memset(t->udone, 0, op->st.plan.gcd);
         return;
     }
-    MPID_Thread_mutex_lock(&t->lock, &err);
+    MPIDI_PART_MUTEX_LOCK(&t->lock);
     if (t->spreads)
         adapt(t);
     for (int32_t m = 0; m < t->ngroups; m++)
@@ -322,7 +322,7 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
     memset(t->wdone, 0, sizeof(int32_t) * t->ngroups);
     __atomic_store_n(&t->active, 1, __ATOMIC_RELEASE);  /* read by MPI_Pready without the lock */
     t->armed = armed;
-    MPID_Thread_mutex_unlock(&t->lock, &err);
+    MPIDI_PART_MUTEX_UNLOCK(&t->lock);
 }
 
 int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op)
@@ -345,11 +345,11 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
     int32_t w[CALL_WRITES];
     int32_t closed[CALL_CLOSED];        /* groups completed without a clock read */
     int32_t m = 0;
-    int nw = 0, nclosed = 0, err, mpi_errno = MPI_SUCCESS;
+    int nw = 0, nclosed = 0, mpi_errno = MPI_SUCCESS;
     uint32_t iter;
     double now = -1;    /* one clock read per call, when a partition needs it */
 
-    MPID_Thread_mutex_lock(&t->lock, &err);
+    MPIDI_PART_MUTEX_LOCK(&t->lock);
     iter = t->iter;
     for (int i = 0; t->armed && i < n; i++) {   /* before the credit, rtimer_arm counts them */
         int p = list ? list[i] : lo + i;
@@ -374,11 +374,11 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
         note_deadline(g);
         if (nw > CALL_WRITES - 2 * MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)) {
             /* no room for another group's runs and the call's end: post what is decided */
-            MPID_Thread_mutex_unlock(&t->lock, &err);
+            MPIDI_PART_MUTEX_UNLOCK(&t->lock);
             mpi_errno = send_writes(op, w, nw, mpi_errno);
             nw = 0;
             now = -1;   /* posting took time: the next partition that needs it reads again */
-            MPID_Thread_mutex_lock(&t->lock, &err);
+            MPIDI_PART_MUTEX_LOCK(&t->lock);
             if (t->iter != iter)
                 break;  /* a credit's arming sent the rest (it reads the ready flags), the
                          * iteration ended and a new one began: nothing of it is ours */
@@ -393,15 +393,15 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
         nw += last_group(op, t, m, runs, w + nw);
         note_deadline(&t->g[m]);
     }
-    MPID_Thread_mutex_unlock(&t->lock, &err);
+    MPIDI_PART_MUTEX_UNLOCK(&t->lock);
     mpi_errno = send_writes(op, w, nw, mpi_errno);
     if (nclosed) {
         now = MPIDI_PART_now_ns() / 1000.0;
-        MPID_Thread_mutex_lock(&t->lock, &err);
+        MPIDI_PART_MUTEX_LOCK(&t->lock);
         for (int i = 0; i < nclosed && t->iter == iter; i++)    /* not once a new iteration
                                                                  * began */
             MPIDI_PART_tgroup_end(&t->g[closed[i]], now);
-        MPID_Thread_mutex_unlock(&t->lock, &err);
+        MPIDI_PART_MUTEX_UNLOCK(&t->lock);
     }
     /* other groups' deadlines, at this call's clock read while it is fresh (taken after
      * the writes, or no write posted since): a second read is 26-46 ns here */
@@ -421,20 +421,20 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
     int32_t w[MPIDI_PART_IMM_TIMER_RUN];
-    int mpi_errno = MPI_SUCCESS, err, n;
+    int mpi_errno = MPI_SUCCESS, n;
     uint32_t iter;
 
-    MPID_Thread_mutex_lock(&t->lock, &err);
+    MPIDI_PART_MUTEX_LOCK(&t->lock);
     t->armed = 1;
     iter = t->iter;
-    MPID_Thread_mutex_unlock(&t->lock, &err);
+    MPIDI_PART_MUTEX_UNLOCK(&t->lock);
     /* the partitions readied before the credit: as if readied now, group by group */
     for (int32_t m = 0; m < t->ngroups; m++) {
         double now = MPIDI_PART_now_ns() / 1000.0;
         n = 0;
-        MPID_Thread_mutex_lock(&t->lock, &err);
+        MPIDI_PART_MUTEX_LOCK(&t->lock);
         if (t->iter != iter) {
-            MPID_Thread_mutex_unlock(&t->lock, &err);
+            MPIDI_PART_MUTEX_UNLOCK(&t->lock);
             return mpi_errno;
         }
         for (int32_t i = 0; i < t->g[m].nparts; i++) {
@@ -447,14 +447,14 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
                 n += runs_to_writes(op, t, m, runs, nr, w + n);
         }
         note_deadline(&t->g[m]);
-        MPID_Thread_mutex_unlock(&t->lock, &err);
+        MPIDI_PART_MUTEX_UNLOCK(&t->lock);
         mpi_errno = send_writes(op, w, n, mpi_errno);
     }
     /* one group left incomplete by the partitions readied before the credit: as in
      * MPIDI_PART_rtimer_ready */
-    MPID_Thread_mutex_lock(&t->lock, &err);
+    MPIDI_PART_MUTEX_LOCK(&t->lock);
     n = t->iter == iter ? last_group(op, t, -1, runs, w) : 0;
-    MPID_Thread_mutex_unlock(&t->lock, &err);
+    MPIDI_PART_MUTEX_UNLOCK(&t->lock);
     return send_writes(op, w, n, mpi_errno);
 }
 
@@ -498,7 +498,7 @@ static int tick(int64_t now)
 
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
     int32_t w[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
-    int nout = 0, full = 0, err;
+    int nout = 0, full = 0;
     const int room = (int) (sizeof(rt.out) / sizeof(rt.out[0]));
 
     /* pending deadlines are published again below; a MPI_Pready racing this pass
@@ -510,7 +510,7 @@ static int tick(int64_t now)
         int first = nout;
         if (op->refs == 0)
             continue;   /* its last reference went: being destroyed (it leaves the list) */
-        MPID_Thread_mutex_lock(&t->lock, &err);
+        MPIDI_PART_MUTEX_LOCK(&t->lock);
         for (int32_t m = 0; t->active && t->armed && m < t->ngroups; m++) {
             MPIDI_PART_tgroup_t *g = &t->g[m];
             if (g->pending == 0)
@@ -528,7 +528,7 @@ static int tick(int64_t now)
             }
             note_deadline(g);
         }
-        MPID_Thread_mutex_unlock(&t->lock, &err);
+        MPIDI_PART_MUTEX_UNLOCK(&t->lock);
         if (nout > first)
             op->refs++; /* one per operation, until its writes went: an iteration a peer's
                          * FAIL doomed may end before they go (part_ofi.c, watch_progress) */

@@ -11,7 +11,8 @@
  * which the receiver may write credits. Completions are read from MPICH's progress.
  *
  * Locking. No process-wide lock is taken per write: MPI_Pready takes only the lock of the
- * queue pair its message travels on.
+ * queue pair its message travels on. Both locks below, like the engine lock, are taken
+ * only when MPI runs threaded (MPIDI_PART_MUTEX_LOCK).
  *   lane lock   one per queue pair (vrb_lane_t, c->lane[q]): ibv_post_send on that queue
  *               pair and its FIFO of writes that wait (no room in the send budget, the
  *               connection not ready yet, or earlier writes still waiting there).
@@ -256,10 +257,10 @@ static struct {
     int probe;                  /* device_open for MPIDI_PART_verbs_describe: no line */
 } vrb;
 
-#define VRB_LOCK()   do { int err_; MPID_Thread_mutex_lock(&vrb.lock, &err_); } while (0)
-#define VRB_UNLOCK() do { int err_; MPID_Thread_mutex_unlock(&vrb.lock, &err_); } while (0)
-#define LANE_LOCK(l_)   do { int err_; MPID_Thread_mutex_lock(&(l_)->lock, &err_); } while (0)
-#define LANE_UNLOCK(l_) do { int err_; MPID_Thread_mutex_unlock(&(l_)->lock, &err_); } while (0)
+#define VRB_LOCK()      MPIDI_PART_MUTEX_LOCK(&vrb.lock)
+#define VRB_UNLOCK()    MPIDI_PART_MUTEX_UNLOCK(&vrb.lock)
+#define LANE_LOCK(l_)   MPIDI_PART_MUTEX_LOCK(&(l_)->lock)
+#define LANE_UNLOCK(l_) MPIDI_PART_MUTEX_UNLOCK(&(l_)->lock)
 
 /* ---- the send budget, connection state --------------------------------------------------- */
 
