@@ -237,8 +237,9 @@ int main(int argc, char *argv[])
             /* -overtake: on until a RELEASE overtook a PLAN (over TCP some 1 in 12 of the
              * rounds aimed at it do, against 1 in 2 on shared memory), for at most 4 x secs */
             double el = MPI_Wtime() - t0;
-            int seen = !overtake || pv_read("part_release_before_plan") > over0;
-            stop = r + 1 >= rounds || (r >= 100 && el > secs && (seen || el > 4 * secs));
+            stop = r + 1 >= rounds || (r >= 100 && el > secs &&
+                                       (!overtake || el > 4 * secs ||
+                                        pv_read("part_release_before_plan") > over0));
         }
         MPI_Bcast(&stop, 1, MPI_INT, 0, ctl);
         kept += round_run(r, spin) > 0;

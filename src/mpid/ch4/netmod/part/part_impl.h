@@ -374,21 +374,18 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
 #define MPIDI_PART_PVAR_SET(idx_, v_) \
     MPL_atomic_relaxed_store_uint64(&MPIDI_PART_pvars[MPIDI_PART_PV_##idx_].v, (uint64_t) (v_))
 
-/* The engine lock, taken only when MPI runs threaded (MPI_THREAD_MULTIPLE, which
+/* The engine's mutexes (the engine lock, an RDMA timer operation's, the backends' fabric,
+ * endpoint and lane locks), taken only when MPI runs threaded (MPI_THREAD_MULTIPLE, which
  * MPIR_CVAR_ASYNC_PROGRESS implies), as MPICH's own critical sections are: below that
  * level no two threads are ever in MPI at once. MPICH changes isThreaded only at the end
  * of MPI_Init and the start of MPI_Finalize, when no engine call is under way, so a lock
  * and its unlock always agree. */
-#define MPIDI_PART_LOCK_CALL(fn_) \
-    do { int err_; if (MPIR_IS_THREADED) fn_(&MPIDI_PART_global.lock, &err_); } while (0)
-#define MPIDI_PART_LOCK()   MPIDI_PART_LOCK_CALL(MPID_Thread_mutex_lock)
-#define MPIDI_PART_UNLOCK() MPIDI_PART_LOCK_CALL(MPID_Thread_mutex_unlock)
-/* The engine's other mutexes (an RDMA timer operation's, the backends' fabric, endpoint and
- * lane locks): taken on the same condition, for the same reason */
 #define MPIDI_PART_MUTEX_LOCK(m_) \
     do { int err_; if (MPIR_IS_THREADED) MPID_Thread_mutex_lock(m_, &err_); } while (0)
 #define MPIDI_PART_MUTEX_UNLOCK(m_) \
     do { int err_; if (MPIR_IS_THREADED) MPID_Thread_mutex_unlock(m_, &err_); } while (0)
+#define MPIDI_PART_LOCK()   MPIDI_PART_MUTEX_LOCK(&MPIDI_PART_global.lock)
+#define MPIDI_PART_UNLOCK() MPIDI_PART_MUTEX_UNLOCK(&MPIDI_PART_global.lock)
 
 #define MPIDI_PART_OP(req_) (MPIDI_PART_REQUEST(req_, op))
 

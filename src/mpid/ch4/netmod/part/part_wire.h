@@ -91,14 +91,16 @@ typedef struct MPIDI_PART_hdr {
 #define MPIDI_PART_WIRE_MAX sizeof(MPIDI_PART_hdr_t)
 
 #define MPIDI_PART_WIRE_AT(field_) ((uint8_t) offsetof(MPIDI_PART_hdr_t, field_))
+/* the end of the PLAN's run: after its last field, transport */
+#define MPIDI_PART_WIRE_PLAN_END \
+    ((uint8_t) (offsetof(MPIDI_PART_hdr_t, transport) + sizeof(int32_t)))
 
 /* Each kind's run of the body: [from, to) as struct offsets, in the order of enum
  * MPIDI_PART_msg_kind (row 0: no kind). */
 static const uint8_t MPIDI_PART_wire_runs[][2] = {
     {0, 0},
     {MPIDI_PART_WIRE_AT(partitions), MPIDI_PART_WIRE_AT(rop)},  /* RTS: partitions .. bytes */
-    {MPIDI_PART_WIRE_AT(bytes), MPIDI_PART_WIRE_AT(transport) + 4},     /* PLAN: bytes ..
-                                                                     * transport */
+    {MPIDI_PART_WIRE_AT(bytes), MPIDI_PART_WIRE_PLAN_END},      /* PLAN: bytes .. transport */
     {MPIDI_PART_WIRE_AT(iter), MPIDI_PART_WIRE_AT(plan)},       /* CTS: iter */
     {MPIDI_PART_WIRE_AT(src_rank), MPIDI_PART_WIRE_AT(plan)},   /* FAIL: src_rank, bytes, rop,
                                                                  * iter */
@@ -114,7 +116,8 @@ static const uint8_t MPIDI_PART_wire_runs[][2] = {
  * kind. */
 static inline int MPIDI_PART_wire_run(int kind, size_t * from, size_t * to)
 {
-    if (kind < MPIDI_PART_MSG_RTS || kind > MPIDI_PART_MSG_RELEASE)
+    if (kind < MPIDI_PART_MSG_RTS ||
+        kind >= (int) (sizeof(MPIDI_PART_wire_runs) / sizeof(MPIDI_PART_wire_runs[0])))
         return 0;
     *from = MPIDI_PART_wire_runs[kind][0];
     *to = MPIDI_PART_wire_runs[kind][1];
