@@ -104,14 +104,20 @@ wait_listen() { # port
 pingpong() { # description, extra args... (binary: $PPBIN, default ibv_rc_pingpong)
   local what=$1; shift
   local bin=${PPBIN:-$PP}
-  local port; port=$(free_port)
-  LD_LIBRARY_PATH="$LIB" timeout 120 "$bin" -d emu0 -p "$port" "$@" >"$tmp/srv" 2>&1 &
-  local spid=$!
-  wait_listen "$port"
-  LD_LIBRARY_PATH="$LIB" timeout 120 "$bin" -d emu0 -p "$port" "$@" localhost >"$tmp/cli" 2>&1
-  local crc=$?
-  wait $spid
-  local src=$?
+  local port crc src try
+  # free_port's port is free only when asked: another process may bind it before the server
+  # does ("Couldn't listen to port"); then the pair runs again on a new port (3 tries)
+  for try in 1 2 3; do
+    port=$(free_port)
+    LD_LIBRARY_PATH="$LIB" timeout 120 "$bin" -d emu0 -p "$port" "$@" >"$tmp/srv" 2>&1 &
+    local spid=$!
+    wait_listen "$port"
+    LD_LIBRARY_PATH="$LIB" timeout 120 "$bin" -d emu0 -p "$port" "$@" localhost >"$tmp/cli" 2>&1
+    crc=$?
+    wait $spid
+    src=$?
+    grep -q "Couldn't listen to port" "$tmp/srv" || break
+  done
   if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q 'bytes in' "$tmp/srv" && grep -q 'bytes in' "$tmp/cli"; then
     ok "$(basename "$bin") $* (server+client exit 0): $what"
     { sed 's/^/server: /' "$tmp/srv"; sed 's/^/client: /' "$tmp/cli"; } | grep -E 'bytes in|iters in' | indent
