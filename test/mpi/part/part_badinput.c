@@ -44,9 +44,10 @@
  * - MPI_Parrived: partition -1, partitions and INT_MIN on an active receive -> MPI_ERR_ARG
  *   ("partition"); a NULL flag pointer -> MPI_ERR_ARG ("flag") on an active request, an
  *   inactive one and MPI_REQUEST_NULL.
- * - MPI_Startall with one partitioned request twice (first iteration and a later one) ->
- *   MPI_ERR_REQUEST ("active"); the iteration the first entry began completes with correct
- *   data, and so do the next (MPI_Start, MPI_Startall of one request).
+ * - MPI_Startall with one partitioned request twice, {a, a} and {a, b, a} (first iteration
+ *   and a later one) -> MPI_ERR_REQUEST ("twice") and nothing started: MPI_Startall({a, b})
+ *   then succeeds and completes with correct data on both, and so do the next iterations
+ *   (MPI_Start, MPI_Startall of one request).
  * - A buffer at an address whose low 32 bits are all ones (2 partitions of one byte, a
  *   fixed mapping): MPI_Start and MPI_Startall start it and the bytes arrive (MPICH's
  *   MPID_Startall took it for an MPI_PROC_NULL persistent request and skipped it).
@@ -704,45 +705,78 @@ static void pready_errors(void)
 
 /* ---- MPI_Startall with one request twice ------------------------------------------------ */
 
-/* The second start of the same partitioned request in one MPI_Startall -> MPI_ERR_REQUEST
- * naming an active request (MPICH's binding checks each entry before any starts, so only
- * the engine sees the duplicate); the iteration the first start began goes on and
- * completes with correct data, and so do the next ones (MPI_Start, then MPI_Startall of
- * the request once). In the first iteration (before the plan) and in a later one. */
+/* MPI_Startall naming the same partitioned request twice -> MPI_ERR_REQUEST naming the
+ * request "twice", and nothing starts (maint/patches/0013: MPICH's binding checks each
+ * entry for "active" before any starts, which a duplicate passes). Arrays {a, a} and
+ * {a, b, a} with b a second operation of the pair, in the first iteration (before the plan)
+ * and in a later one. Proof that nothing started: MPI_Startall({a, b}) then succeeds (an
+ * active entry would fail the binding's check), and the iteration it starts completes with
+ * correct data on both; other iterations use MPI_Start and MPI_Startall of one request. */
 static void startall_twice(void)
 {
     const int tag = 50, n = NP * PC;
     char w[200];
     int *buf = galloc(n * sizeof(int), "startall buffer");
-    MPI_Request req, two[2];
+    int *bufb = galloc(n * sizeof(int), "startall buffer b");
+    MPI_Request req, reqb, arr[3];
 
-    if (rank == 0)
+    if (rank == 0) {
         MPI_Psend_init(buf, NP, PC, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
-    else
+        MPI_Psend_init(bufb, NP, PC, MPI_INT, 1, tag + 1, comm, MPI_INFO_NULL, &reqb);
+    } else {
         MPI_Precv_init(buf, NP, PC, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
+        MPI_Precv_init(bufb, NP, PC, MPI_INT, 0, tag + 1, comm, MPI_INFO_NULL, &reqb);
+    }
     for (int it = 0; it < 6; it++) {
         int twice = it == 0 || it == 3;
-        if (rank == 0)
+        if (rank == 0) {
             fill(buf, n, tag, it);
-        else
+            fill(bufb, n, tag + 1, it);
+        } else {
             memset(buf, 0, n * sizeof(int));
-        two[0] = two[1] = req;
-        snprintf(w, sizeof(w), "MPI_Startall with one request twice (iteration %d)", it);
-        if (twice)
-            expect(MPI_Startall(2, two), MPI_ERR_REQUEST, "active", w);
-        else if (it == 4)
-            expect(MPI_Startall(1, two), MPI_SUCCESS, NULL, "MPI_Startall of one request");
-        else
+            memset(bufb, 0, n * sizeof(int));
+        }
+        if (twice) {
+            arr[0] = arr[1] = req;
+            snprintf(w, sizeof(w), "MPI_Startall({a, a}) (iteration %d)", it);
+            expect(MPI_Startall(2, arr), MPI_ERR_REQUEST, "twice", w);
+            arr[0] = arr[2] = req;
+            arr[1] = reqb;
+            snprintf(w, sizeof(w), "MPI_Startall({a, b, a}) (iteration %d)", it);
+            expect(MPI_Startall(3, arr), MPI_ERR_REQUEST, "twice", w);
+            arr[0] = req;
+            arr[1] = reqb;
+            snprintf(w, sizeof(w), "MPI_Startall({a, b}) after the refused ones (iteration %d)",
+                     it);
+            expect(MPI_Startall(2, arr), MPI_SUCCESS, NULL, w);
+        } else if (it == 4) {
+            arr[0] = req;
+            expect(MPI_Startall(1, arr), MPI_SUCCESS, NULL, "MPI_Startall of one request");
+        } else {
             expect(MPI_Start(&req), MPI_SUCCESS, NULL, "MPI_Start");
-        if (rank == 0)
+        }
+        if (rank == 0) {
             expect(MPI_Pready_range(0, NP - 1, req), MPI_SUCCESS, NULL,
                    "MPI_Pready_range after MPI_Startall");
+            if (twice)
+                expect(MPI_Pready_range(0, NP - 1, reqb), MPI_SUCCESS, NULL,
+                       "MPI_Pready_range of b after MPI_Startall");
+        }
         snprintf(w, sizeof(w), "MPI_Wait after MPI_Startall (iteration %d)", it);
         expect(wait_deadline(&req, MPI_STATUS_IGNORE, 20.0, w), MPI_SUCCESS, NULL, w);
-        if (rank == 1)
+        if (twice) {
+            snprintf(w, sizeof(w), "MPI_Wait of b after MPI_Startall (iteration %d)", it);
+            expect(wait_deadline(&reqb, MPI_STATUS_IGNORE, 20.0, w), MPI_SUCCESS, NULL, w);
+        }
+        if (rank == 1) {
             check(buf, n, tag, it, "data after MPI_Startall with one request twice");
+            if (twice)
+                check(bufb, n, tag + 1, it, "data of b after MPI_Startall with one request twice");
+        }
     }
     MPI_Request_free(&req);
+    MPI_Request_free(&reqb);
+    gfree(bufb);
     gfree(buf);
     pair_sync();
 }

@@ -3,7 +3,8 @@
  *
  * MPID_Psend_init, MPID_Precv_init, the start of a partitioned request, MPID_Pready_range,
  * MPID_Pready_list, MPID_Parrived and the request free hook are routed here by the patch
- * series (maint/patches/0001, 0002). Everything behind these calls is in this directory.
+ * series (maint/patches/0001, 0002); MPID_Startall checks its array here first (0013).
+ * Everything behind these calls is in this directory.
  */
 #ifndef PART_CH4_H_INCLUDED
 #define PART_CH4_H_INCLUDED
@@ -22,6 +23,9 @@ int MPIDI_PART_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Datatyp
                           MPIR_Request ** request);
 /* Starts one iteration and activates the request. */
 int MPIDI_PART_start(MPIR_Request * request);
+/* MPID_Startall, before it starts anything (maint/patches/0013): MPI_ERR_REQUEST when a
+ * partitioned request appears twice in the array; then no request is started. */
+int MPIDI_PART_startall_check(int count, MPIR_Request * requests[]);
 int MPIDI_PART_pready_range(int partition_low, int partition_high, MPIR_Request * request);
 int MPIDI_PART_pready_list(int length, const int array_of_partitions[], MPIR_Request * request);
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag);

@@ -151,6 +151,8 @@ typedef struct MPIDI_PART_op {
                                  * request's completion counter itself (part_tag.c, "direct
                                  * completion"); the state catches up at the next MPI_Start
                                  * or the free. Written only by the op's own calls. */
+    int startall_at;            /* during MPIDI_PART_startall_check only: 1 + the index
+                                 * where the array names it; 0 otherwise */
 
     /* local side */
     char *buf;
