@@ -808,7 +808,8 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
 #ifdef MPIDI_CH4_PART_RDMA
     /* i < n: the plan is installed and seen (the state's acquire load, or the lock above),
      * so is timer_ns, which the sender sets before installing it (ThreadSanitizer) */
-    if (i < n && unlikely(op->timer_ns >= 0) && MPIDI_PART_rtimer_active(op)) {
+    uint32_t titer;     /* the iteration, read before the flags are set */
+    if (i < n && unlikely(op->timer_ns >= 0) && MPIDI_PART_rtimer_active(op, &titer)) {
         /* the timer aggregator decides what goes (part_rdma_timer.c), once for the call's
          * partitions up to the first readied twice */
         int first = i, twice = -1;
@@ -820,7 +821,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             }
         }
         if (i > first)
-            mpi_errno = MPIDI_PART_rtimer_ready(op, i - first, lo + first,
+            mpi_errno = MPIDI_PART_rtimer_ready(op, titer, i - first, lo + first,
                                                 list ? list + first : NULL);
         if (twice >= 0)
             mpi_errno = ready_twice_error(twice);

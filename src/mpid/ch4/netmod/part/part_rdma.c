@@ -396,7 +396,7 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
             MPIDI_PART_st_is_running(&op->st) && !MPIDI_PART_st_is_armed(&op->st) &&
             r->credited >= op->st.iter) {
             nsend = MPIDI_PART_st_arm(&op->st, r->tosend);
-            ev->arm_timer = MPIDI_PART_rtimer_active(op);
+            ev->arm_timer = MPIDI_PART_rtimer_active(op, NULL);
         }
         if (nsend > 0 && op->st.iter == 1)
             MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);    /* waited for the answer */

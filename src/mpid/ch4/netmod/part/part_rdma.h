@@ -161,12 +161,15 @@ int MPIDI_PART_rtimer_setup(MPIDI_PART_op_t * op, int32_t timer_ns);
 void MPIDI_PART_rtimer_free(MPIDI_PART_op_t * op);
 /* Engine lock held, MPI_Start of a planned iteration: reset (armed: the credit came). */
 void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed);
-/* Whether the running iteration of sender op goes through the timer. */
-int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op);
+/* Whether the running iteration of sender op goes through the timer; if so and iter is
+ * not NULL, *iter names that iteration for MPIDI_PART_rtimer_ready. */
+int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op, uint32_t * iter);
 /* Sender: the n partitions of one MPI_Pready* call were readied (their flags are set):
- * list[0..n), or lo..lo+n-1 when list is NULL. Sends what the timer says, under one lock
- * and at most one clock read for the call. */
-int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list);
+ * list[0..n), or lo..lo+n-1 when list is NULL; iter: what MPIDI_PART_rtimer_active gave
+ * before the flags were set (nothing is decided once that iteration is over). Sends what
+ * the timer says, under one lock and at most one clock read for the call. */
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, uint32_t iter, int n, int lo,
+                            const int *list);
 /* Sender: this iteration's credit came: the partitions readied before it count now. */
 int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op);
 /* Engine lock held, receiver: a timer write arrived (low: the immediate's low bits).

@@ -21,6 +21,27 @@
 #include <math.h>
 #include <time.h>
 
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_PART_DEBUG_TIMER_READY_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: an MPI_Pready* call on a timer operation whose first partition is 0,
+        made before the receiver's credit came, busy-waits this many microseconds between
+        setting its ready flags and the timer's decision, so that the credit's arming can
+        send the partition, the iteration complete and the next begin meanwhile
+        (threads/part/part_race_timer_iter). 0: off.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
 struct MPIDI_PART_rtimer {
     MPID_Thread_mutex_t lock;   /* sender: the groups, active, armed */
     int active;                 /* sender: the running iteration uses the timer */
@@ -318,17 +339,23 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
         MPIDI_PART_tgroup_reset(&t->g[m]);
     t->nready = 0;
     t->incomplete = t->ngroups;
-    t->iter++;
+    __atomic_store_n(&t->iter, t->iter + 1, __ATOMIC_RELAXED);   /* read by MPI_Pready
+                                                                 * without the lock */
     memset(t->wdone, 0, sizeof(int32_t) * t->ngroups);
     __atomic_store_n(&t->active, 1, __ATOMIC_RELEASE);  /* read by MPI_Pready without the lock */
-    t->armed = armed;
+    __atomic_store_n(&t->armed, armed, __ATOMIC_RELAXED);     /* (a testing aid reads it
+                                                                 * without the lock) */
     MPIDI_PART_MUTEX_UNLOCK(&t->lock);
 }
 
-int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op)
+int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op, uint32_t * iter)
 {
     MPIDI_PART_rtimer_t *t = op->rdma ? op->rdma->timer : NULL;
-    return t && op->is_send && __atomic_load_n(&t->active, __ATOMIC_ACQUIRE);
+    if (!t || !op->is_send || !__atomic_load_n(&t->active, __ATOMIC_ACQUIRE))
+        return 0;
+    if (iter)
+        *iter = __atomic_load_n(&t->iter, __ATOMIC_RELAXED);
+    return 1;
 }
 
 /* Room for the writes one MPI_Pready* call decides before it posts them: a partition's
@@ -338,7 +365,8 @@ int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op)
 #define CALL_WRITES 128
 #define CALL_CLOSED 8
 
-int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list)
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, uint32_t iter, int n, int lo,
+                            const int *list)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
@@ -346,11 +374,20 @@ int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, int n, int lo, const int *list
     int32_t closed[CALL_CLOSED];        /* groups completed without a clock read */
     int32_t m = 0;
     int nw = 0, nclosed = 0, mpi_errno = MPI_SUCCESS;
-    uint32_t iter;
     double now = -1;    /* one clock read per call, when a partition needs it */
 
+    if (unlikely(MPIR_CVAR_PART_DEBUG_TIMER_READY_DELAY_US > 0) &&
+        (list ? list[0] : lo) == 0 && !__atomic_load_n(&t->armed, __ATOMIC_RELAXED))
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_TIMER_READY_DELAY_US);
     MPIDI_PART_MUTEX_LOCK(&t->lock);
-    iter = t->iter;
+    /* iter: the iteration whose ready flags the caller set (read before it set them). Once
+     * it is over, the credit's arming sent those partitions from their flags: the call was
+     * held up between its flags and here while the iteration completed and the program
+     * started the next; deciding now would send them in the new one, with the buffer's
+     * bytes of whenever the arming of that one reads them (and the program's own
+     * MPI_Pready of them there would find them ready already). */
+    if (t->iter != iter)
+        n = 0;
     for (int i = 0; t->armed && i < n; i++) {   /* before the credit, rtimer_arm counts them */
         int p = list ? list[i] : lo + i;
         m = p / t->ppg;
@@ -425,7 +462,7 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
     uint32_t iter;
 
     MPIDI_PART_MUTEX_LOCK(&t->lock);
-    t->armed = 1;
+    __atomic_store_n(&t->armed, 1, __ATOMIC_RELAXED);
     iter = t->iter;
     MPIDI_PART_MUTEX_UNLOCK(&t->lock);
     /* the partitions readied before the credit: as if readied now, group by group */
