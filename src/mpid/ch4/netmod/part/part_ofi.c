@@ -229,7 +229,7 @@ typedef struct {
     uint32_t slot;
     uint32_t neps;              /* endpoints the sender can write from */
     uint32_t addrlen;
-    uint32_t pad;
+    uint32_t credit_base;       /* the sender's (MPIDI_PART_rdma_credit_low) */
     uint64_t mbox_addr, mbox_key;
     uint8_t addr[OFI_MAX_ADDR];
 } ofi_rts_ext_t;
@@ -248,10 +248,17 @@ typedef struct {
 /* A write the endpoint could not take yet (its queue was full). */
 typedef struct ofi_pend {
     struct ofi_pend *next;
-    MPIDI_PART_op_t *op;
-    int32_t m;                  /* the write; -1: op's credit for iteration iter */
+    MPIDI_PART_op_t *op;        /* a data write's operation; NULL: a credit */
+    int32_t m;                  /* the write; -1: a credit for iteration iter */
     uint32_t iter;
     int tell;                   /* failed: this thread recorded op's error (op_error) */
+    ssize_t rc;                 /* failed: the provider's answer */
+    /* a credit carries what it needs, taken from its receiver when it was made (credit_make):
+     * the receiver's iteration may end and its request be freed while it waits here */
+    ofi_wctx_t *c;              /* its completion context (slot, pair, iteration, peer) */
+    fi_addr_t fa;
+    uint64_t raddr, rkey;
+    uint32_t imm;
 } ofi_pend_t;
 
 typedef struct {
@@ -642,6 +649,7 @@ void MPIDI_PART_ofi_finalize(void)
         ofi_pend_t *p = ofi.eps[v].pend_head;
         while (p) {
             ofi_pend_t *next = p->next;
+            MPL_free(p->c);
             MPL_free(p);
             p = next;
         }
@@ -736,7 +744,7 @@ int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
     x->mbox_addr = ofi.mr_virt ? (uint64_t) (uintptr_t) & ofi.mbox[0] : 0;
     x->mbox_key = ofi.mbox_key;
     x->neps = (uint32_t) ofi.max_eps;
-    x->pad = 0;
+    x->credit_base = op->rdma->credit_base;
     x->addrlen = (uint32_t) ofi.eps[0].addrlen;
     memcpy(x->addr, ofi.eps[0].addr, ofi.eps[0].addrlen);
     rts->ext_len = (int32_t) (offsetof(ofi_rts_ext_t, addr) + ofi.eps[0].addrlen);
@@ -915,14 +923,14 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why
  * (then nothing waits for the credit: its iteration had ended). Only while that iteration
  * runs: once it has ended, its data came, so the credit did reach the sender; and only a
  * receiver of the same peer (a pair id is another process's pointer). */
-static void credit_failed(const ofi_wctx_t * c, const char *detail)
+static void credit_failed(const ofi_wctx_t * c, const char *what, const char *detail)
 {
     MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(c->slot, c->pair);
     char why[OFI_WHY_MAX];
     if (op == NULL)
         return;
-    int err = ofi_error_code(op, "a credit write's completion", detail);
-    why_text(why, "a credit write's completion", detail);
+    int err = ofi_error_code(op, what, detail);
+    why_text(why, what, detail);
     int ours, now = 0;
     MPIDI_PART_LOCK();
     ours = !op->is_send && op->peer == c->peer && op->st.iter == c->iter &&
@@ -999,14 +1007,13 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
     return rc;
 }
 
-/* A credit's context lives until its completion is read (the receiver may have freed
- * its operation by then). */
-static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
+/* Receiver op's credit for iteration iter into p, ready to post without op: a credit that
+ * waits in a full endpoint's queue may outlive its operation (the sender's WITHDRAW or
+ * FAIL ends the iteration, the program frees the request; it used to be posted from the
+ * freed operation's memory). Its context lives until its completion is read. */
+static ssize_t credit_make(MPIDI_PART_op_t * op, uint32_t iter, ofi_pend_t * p)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
-    uint32_t imm;
-    if (unlikely(debug_fault(3, iter)))
-        return -FI_EIO;         /* testing aid: the provider refused the credit */
     ofi_wctx_t *c = MPL_calloc(1, sizeof(*c), MPL_MEM_OTHER);
     if (c == NULL)
         return -FI_ENOMEM;
@@ -1015,19 +1022,30 @@ static ssize_t post_credit(ofi_ep_t * e, MPIDI_PART_op_t * op, uint32_t iter)
     c->pair = MPIDI_PART_rdma_pair_id(op);
     c->iter = iter;
     c->peer = op->peer;
+    p->op = NULL;
+    p->c = c;
+    p->fa = o->peer_fa;
+    p->raddr = o->raddr;
+    p->rkey = o->rkey;
     MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, o->r.peer_slot,
-                          iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
-    ssize_t rc = unlikely(debug_fault(4, iter)) ? inject_error(e, c) :
-        fi_writedata(e->ep, &ofi.mbox[1], sizeof(uint64_t), ofi.mbox_desc, imm,
-                     o->peer_fa, o->raddr, o->rkey, &c->fctx);
-    if (rc)
-        MPL_free(c);
-    return rc;
+                          MPIDI_PART_rdma_credit_low(&o->r, iter), &p->imm);
+    return 0;
+}
+
+/* Post credit p (its endpoint's lock held); once posted, p->c is the completion's. */
+static ssize_t post_credit(ofi_ep_t * e, ofi_pend_t * p)
+{
+    if (unlikely(debug_fault(3, p->iter)))
+        return -FI_EIO;         /* testing aid: the provider refused the credit */
+    if (unlikely(debug_fault(4, p->iter)))
+        return inject_error(e, p->c);
+    return fi_writedata(e->ep, &ofi.mbox[1], sizeof(uint64_t), ofi.mbox_desc, p->imm, p->fa,
+                        p->raddr, p->rkey, &p->c->fctx);
 }
 
 static ssize_t post(ofi_ep_t * e, ofi_pend_t * p)
 {
-    return p->m >= 0 ? post_data(e, p->op, p->m) : post_credit(e, p->op, p->iter);
+    return p->m >= 0 ? post_data(e, p->op, p->m) : post_credit(e, p);
 }
 
 /* Post or queue one write (no lock held). A queue that is full defers; an error fails
@@ -1038,6 +1056,9 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
     ofi_ep_t *e = &ofi.eps[MPIDI_PART_rdma_write_lane(op, m)];
     ssize_t rc = -FI_EAGAIN;
 
+    if (m < 0 && (rc = credit_make(op, iter, &one)) != 0)
+        goto fn_fail;
+    rc = -FI_EAGAIN;
     EP_LOCK(e);
     if (m >= 0 && unlikely(MPIDI_PART_rdma_error_of(op) != MPI_SUCCESS))
         rc = -FI_ECANCELED;     /* the iteration failed: nothing more goes, nor waits in the
@@ -1068,6 +1089,8 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
     EP_UNLOCK(e);
     if (rc == 0)
         return MPI_SUCCESS;
+  fn_fail:
+    MPL_free(one.c);    /* a credit that did not go */
     if (op_error(op, m >= 0 ? "fi_writedata" : "fi_writedata(credit)", fi_strerror((int) -rc)))
         tell_failure(op, m >= 0 ? op->st.iter : iter);
     MPIDI_PART_rdma_failed(op, m);
@@ -1182,20 +1205,29 @@ static int ep_progress(ofi_ep_t * e)
             e->tx_out++;
             MPL_free(p);
         } else {
-            p->tell = op_error(p->op, p->m >= 0 ? "fi_writedata" : "fi_writedata(credit)",
-                               fi_strerror((int) -rc));
+            p->rc = rc;
+            if (p->m >= 0)
+                p->tell = op_error(p->op, "fi_writedata", fi_strerror((int) -rc));
             p->next = failed;
             failed = p;
         }
     }
     EP_UNLOCK(e);
     if (unlikely(credit != NULL)) {
-        credit_failed(credit, detail);
+        credit_failed(credit, "a credit write's completion", detail);
         MPL_free(credit);
     }
     while (failed) {
         ofi_pend_t *p = failed;
         failed = p->next;
+        if (p->m < 0) {
+            /* a credit that could not go: its receiver's iteration fails, if it is still
+             * running (the receiver may have ended it, or be gone) */
+            credit_failed(p->c, "fi_writedata(credit)", fi_strerror((int) -p->rc));
+            MPL_free(p->c);
+            MPL_free(p);
+            continue;
+        }
         if (p->tell)
             tell_failure(p->op, p->m >= 0 ? p->op->st.iter : p->iter);
         else if (p->m >= 0)
@@ -1334,6 +1366,7 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
                              "no operation slot or memory left");
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     o->r.peer_slot = x->slot;
+    o->r.credit_base = x->credit_base;
     o->raddr = x->mbox_addr;
     o->rkey = x->mbox_key;
 
@@ -1363,11 +1396,14 @@ static int ofi_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
     rc = mr_register(op->buf, (size_t) op->total_bytes, FI_REMOTE_WRITE | FI_WRITE, &o->mr,
                      &o->desc, &px->rkey, &raddr);
     DOM_UNLOCK();
+    if (o->mr)
+        MPIDI_PART_PVAR_ADD(OFI_MRS, 1);        /* before any failure: ofi_release counts
+                                                 * it off (it went below 0 when the address
+                                                 * failed after the registration) */
     MPIR_ERR_CHKANDJUMP1(o->peer_fa == FI_ADDR_NOTAVAIL, mpi_errno, MPI_ERR_OTHER,
                          "**partofiop", "**partofiop %s", "fi_av_insert of the sender failed");
     MPIR_ERR_CHKANDJUMP1(rc, mpi_errno, MPI_ERR_OTHER, "**partofiop", "**partofiop %s",
                          fi_strerror(-rc));
-    MPIDI_PART_PVAR_ADD(OFI_MRS, 1);
     MPIDI_PART_PVAR_ADD(OFI_OPS, 1);
     px->magic = OFI_EXT_MAGIC;
     px->slot = o->r.slot;
@@ -1435,14 +1471,14 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
                          &ra);
     }
     DOM_UNLOCK();
+    if (o->mr)
+        MPIDI_PART_PVAR_ADD(OFI_MRS, 1);        /* ofi_release counts it off */
     MPIR_ERR_CHKANDJUMP2(bad == 1, mpi_errno, MPI_ERR_OTHER, "**partbadplan",
                          "**partbadplan %d %d", plan->transport, n);
     MPIR_ERR_CHKANDJUMP1(bad == 2, mpi_errno, MPI_ERR_OTHER,
                          "**partofiop", "**partofiop %s", "fi_av_insert of the receiver failed");
     MPIR_ERR_CHKANDJUMP1(rc, mpi_errno, MPI_ERR_OTHER, "**partofiop", "**partofiop %s",
                          fi_strerror(-rc));
-    if (o->mr)
-        MPIDI_PART_PVAR_ADD(OFI_MRS, 1);
     MPIDI_PART_PVAR_ADD(OFI_OPS, 1);
 
   fn_exit:

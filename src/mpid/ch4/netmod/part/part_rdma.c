@@ -26,6 +26,20 @@ cvars:
         waiting after this many milliseconds of its own progress without an arrival. 0:
         do not wait.
 
+    - name        : MPIR_CVAR_PART_DEBUG_RDMA_SLOT_REST
+      category    : CH4_PART
+      type        : int
+      default     : 64
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: an RDMA operation's freed slot (the number the peer's immediates name)
+        is handed out again only once more than this many others wait (or every slot has
+        been used), so that a late credit of its last operation rarely meets a new one;
+        0 reuses it at once (part_rdma_stale_credit checks that the credit's numbering
+        alone keeps such a credit from arming the new operation). Negative: 0.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -34,6 +48,7 @@ static struct {
     MPIDI_PART_op_t **slots;
     uint32_t nslots;            /* allocated */
     uint32_t *freeq;            /* freed slots, reused oldest first */
+    uint32_t *base;             /* per slot: the next operation's credit_base */
     uint32_t fq_head, fq_count;
     uint32_t next_slot;
     int live;                   /* operations with transport state (engine lock) */
@@ -78,6 +93,7 @@ void MPIDI_PART_rdma_finalize(void)
 #endif
     MPL_free(rdma.slots);
     MPL_free(rdma.freeq);
+    MPL_free(rdma.base);
     memset(&rdma, 0, sizeof(rdma));
 }
 
@@ -207,7 +223,12 @@ void MPIDI_PART_rdma_release(MPIDI_PART_op_t * op)
 /* Engine lock held: a slot for op (0 when none is left). */
 static int slot_get(MPIDI_PART_op_t * op, uint32_t * slot)
 {
-    if (rdma.fq_count > 0) {
+    /* a freed slot waits until MPIR_CVAR_PART_DEBUG_RDMA_SLOT_REST others were freed after
+     * it (unless every slot has been handed out): a late credit of its last operation then
+     * rarely finds a new one, and none arms it (MPIDI_PART_rdma_credit_low) */
+    int rest = MPIR_CVAR_PART_DEBUG_RDMA_SLOT_REST > 0 ? MPIR_CVAR_PART_DEBUG_RDMA_SLOT_REST : 0;
+    if (rdma.fq_count > (uint32_t) rest ||
+        (rdma.fq_count > 0 && rdma.next_slot == MPIDI_PART_IMM_SLOTS)) {
         *slot = rdma.freeq[rdma.fq_head];
         rdma.fq_head = (rdma.fq_head + 1) % MPIDI_PART_IMM_SLOTS;
         rdma.fq_count--;
@@ -222,8 +243,14 @@ static int slot_get(MPIDI_PART_op_t * op, uint32_t * slot)
         }
         if (rdma.freeq == NULL) {
             rdma.freeq = MPL_malloc(MPIDI_PART_IMM_SLOTS * sizeof(uint32_t), MPL_MEM_OTHER);
-            if (rdma.freeq == NULL)
+            rdma.base = MPL_calloc(MPIDI_PART_IMM_SLOTS, sizeof(uint32_t), MPL_MEM_OTHER);
+            if (rdma.freeq == NULL || rdma.base == NULL) {
+                MPL_free(rdma.freeq);
+                MPL_free(rdma.base);
+                rdma.freeq = NULL;
+                rdma.base = NULL;
                 return 0;
+            }
         }
         *slot = rdma.next_slot++;
     } else {
@@ -238,6 +265,7 @@ int MPIDI_PART_rdma_attach(MPIDI_PART_op_t * op, MPIDI_PART_rdmaop_t * r)
     MPIDI_PART_LOCK();
     int ok = slot_get(op, &r->slot);
     if (ok) {
+        r->credit_base = rdma.base[r->slot];
         op->rdma = r;
         MPIDI_PART_rdma_busy(op);       /* its plan or first iteration is under way */
         rdma.live++;
@@ -254,6 +282,7 @@ void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
     MPIDI_PART_rdma_idle(op);
     MPIDI_PART_LOCK();
     rdma.slots[r->slot] = NULL;
+    rdma.base[r->slot] = r->credit_base + r->credited + MPIDI_PART_IMM_MSGS / 2;
     rdma.freeq[(rdma.fq_head + rdma.fq_count) % MPIDI_PART_IMM_SLOTS] = r->slot;
     rdma.fq_count++;
     op->rdma = NULL;
@@ -387,7 +416,8 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
         /* credits come in iteration order (the next needs this one's data), each naming
          * its iteration: one that is not the next (a credit for an operation that held
          * this slot before) must not arm this one's iteration early */
-        if (!MPIDI_PART_imm_credit_is(MPIDI_PART_imm_low(imm), (uint32_t) r->credited + 1))
+        if (!MPIDI_PART_imm_credit_is(MPIDI_PART_imm_low(imm),
+                                      r->credit_base + (uint32_t) r->credited + 1))
             return 0;
         r->credited++;
         int nsend = 0;
@@ -424,13 +454,19 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
     ev->m = (int32_t) MPIDI_PART_imm_low(imm);
     if (r->timer)
         ev->m = MPIDI_PART_rtimer_arrived(op, (uint32_t) ev->m);        /* a run */
-    return ev->m >= 0 && ev->m < op->st.nmsgs;
+    if (ev->m < 0 || ev->m >= op->st.nmsgs)
+        return 0;
+    op->refs++;         /* another thread may end the iteration meanwhile (a FAIL whose
+                         * writes have all landed: this one was counted above) and the
+                         * program free the request before the deliverer marks the message */
+    return 1;
 }
 
 int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
 {
     int mpi_errno = MPI_SUCCESS, nev = 0;
     rdma_event_t ev[64];
+    MPIDI_PART_op_t *gone[64];
 
     while (n > 0) {
         int batch = n < 64 ? n : 64;
@@ -457,9 +493,17 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
                 }
                 if (err && mpi_errno == MPI_SUCCESS)
                     mpi_errno = err;
-                MPIDI_PART_op_release(ev[i].op); /* resolve's reference */
             }
         }
+        /* resolve's references of the data and credit events, under one lock a batch */
+        int ngone = 0;
+        MPIDI_PART_LOCK();
+        for (int i = 0; i < nev; i++)
+            if (!ev[i].drained && MPIDI_PART_op_unref(ev[i].op))
+                gone[ngone++] = ev[i].op;
+        MPIDI_PART_UNLOCK();
+        for (int i = 0; i < ngone; i++)
+            MPIDI_PART_op_destroy(gone[i]);
         imms += batch;
         n -= batch;
     }

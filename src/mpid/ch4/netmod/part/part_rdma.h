@@ -26,6 +26,9 @@ typedef struct MPIDI_PART_rdmaop {
     uint32_t slot;              /* ours: the peer's immediates name it */
     uint32_t peer_slot;
     uint32_t credited;          /* sender: iterations the receiver has started (engine lock) */
+    uint32_t credit_base;       /* sender: its slot's offset for the iteration a credit names
+                                 * (MPIDI_PART_rdma_credit_low); receiver: its sender's, from
+                                 * the RTS */
     int32_t *tosend;            /* sender: the messages a credit releases (engine lock) */
     int nlanes;                 /* endpoints or queue pairs the messages use */
     uint8_t *msg_lane;          /* lane of each message (NULL: all on lane 0) */
@@ -45,6 +48,16 @@ typedef struct MPIDI_PART_rdmaop {
     uint64_t final_to;          /* receiver: 1 + the sender's final count (its COUNT, which
                                  * may come before its FAIL); 0: none came (engine lock) */
 } MPIDI_PART_rdmaop_t;
+
+/* The low bits of the credit for iteration iter (the receiver's r: credit_base is its
+ * sender's). A slot's offset moves by half the range and the last operation's credits
+ * each time the slot is given out again, so a credit of an earlier operation that held the
+ * sender's slot, arriving late, does not name the next iteration of the new one (it armed
+ * the new operation's first iteration before its receiver had started). */
+static inline uint32_t MPIDI_PART_rdma_credit_low(const MPIDI_PART_rdmaop_t * r, uint32_t iter)
+{
+    return (r->credit_base + iter) & (MPIDI_PART_IMM_MSGS - 1);
+}
 
 typedef struct MPIDI_PART_rtimer MPIDI_PART_rtimer_t;
 

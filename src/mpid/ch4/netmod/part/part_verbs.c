@@ -216,6 +216,7 @@ typedef struct {
     uint32_t slot;
     uint64_t mbox_addr;
     uint32_t mbox_rkey;
+    uint32_t credit_base;       /* the sender's (MPIDI_PART_rdma_credit_low) */
     vrb_side_t side;
 } vrb_rts_ext_t;
 
@@ -775,6 +776,7 @@ int MPIDI_PART_verbs_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
     memset(x, 0, sizeof(*x));
     x->magic = VRB_EXT_MAGIC;
     x->slot = op->rdma->slot;
+    x->credit_base = op->rdma->credit_base;
     x->mbox_addr = (uint64_t) (uintptr_t) & vrb.mbox[0];
     x->mbox_rkey = vrb.mbox_mr->rkey;
     describe(c, &x->side);
@@ -852,7 +854,7 @@ static int post(vrb_conn_t * c, int q, const vrb_pend_t * p)
             x->kind = CTX_CREDIT;
             x->conn = c;
             MPIDI_PART_imm_encode(MPIDI_PART_IMM_CREDIT, v->r.peer_slot,
-                                  p->iter & (MPIDI_PART_IMM_MSGS - 1), &imm);
+                                  MPIDI_PART_rdma_credit_low(&v->r, p->iter), &imm);
             sge.addr = (uint64_t) (uintptr_t) & vrb.mbox[1];
             sge.length = sizeof(uint64_t);
             sge.lkey = vrb.mbox_mr->lkey;
@@ -1274,6 +1276,7 @@ static int verbs_recv_plan(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * plan)
                              "no operation slot or memory left");
     MPIDI_PART_verbsop_t *v = VOP(op);
     v->r.peer_slot = x->slot;
+    v->r.credit_base = x->credit_base;
     v->raddr = x->mbox_addr;
     v->rkey = x->mbox_rkey;
 
