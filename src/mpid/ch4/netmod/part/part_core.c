@@ -772,6 +772,8 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
     int i = 0, last = 0;
     int64_t t_in = 0;
+    int64_t *obs = NULL;
+    int32_t obs_nmsgs = 0;
 
     if (unlikely(!op->is_send || !MPIR_Part_request_is_active(request))) {
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_REQUEST, "**partnotactive", "**partnotactive %s",
@@ -780,9 +782,18 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
     /* the observed iterations (section 4c): this iteration's sample, read once, since the
      * request may complete inside msg_complete and another thread's MPI_Start move op->obs
      * on before this call returns (the samples stay allocated until the operation is freed) */
-    int64_t *obs = op->obs;
-    if (unlikely(obs != NULL))
+    obs = op->obs;
+    if (unlikely(obs != NULL)) {
+        /* the samples are written after msg_complete, which may end the iteration: another
+         * thread may then free the request, and the operation with its samples, before
+         * this call returns (it wrote into freed memory; found by a review). Held for the
+         * call, in the observed iterations only. */
+        MPIDI_PART_LOCK();
+        op->refs++;
+        MPIDI_PART_UNLOCK();
+        obs_nmsgs = op->st.nmsgs;
         t_in = MPIDI_PART_now_ns();
+    }
     if (unlikely(MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)) {
         /* before the plan (or nothing travels): flags only, under the lock; the plan's
          * installation counts them. Re-checked under the lock: the plan may have come.
@@ -837,7 +848,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             if (unlikely(t_in)) {
                 /* when message m completed, and how long this call then spent sending */
                 obs[m] = t_in;
-                obs[op->st.nmsgs + m] = MPIDI_PART_now_ns() - t_in;
+                obs[obs_nmsgs + m] = MPIDI_PART_now_ns() - t_in;
             }
         } else if (unlikely(m == MPIDI_PART_READY_TWICE)) {
             mpi_errno = ready_twice_error(p);
@@ -846,6 +857,8 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
     }
 
   fn_exit:
+    if (unlikely(obs != NULL))
+        MPIDI_PART_op_release(op);      /* the observed iteration's reference */
     return mpi_errno;
   fn_fail:
     goto fn_exit;

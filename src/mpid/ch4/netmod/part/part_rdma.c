@@ -49,6 +49,9 @@ static struct {
     uint32_t nslots;            /* allocated */
     uint32_t *freeq;            /* freed slots, reused oldest first */
     uint32_t *base;             /* per slot: the next operation's credit_base */
+    MPIDI_PART_op_t **gone;     /* operations whose last reference a delivery dropped,
+                                 * destroyed by MPIDI_PART_rdma_progress (engine lock) */
+    int ngone, capgone;         /* (ngone: atomic reads without the lock) */
     uint32_t fq_head, fq_count;
     uint32_t next_slot;
     int live;                   /* operations with transport state (engine lock) */
@@ -83,8 +86,11 @@ void MPIDI_PART_rdma_init(void)
 #endif
 }
 
+static void reap_gone(void);
+
 void MPIDI_PART_rdma_finalize(void)
 {
+    reap_gone();        /* before the backends go: a destruction releases their state */
 #ifdef MPIDI_CH4_PART_OFI
     MPIDI_PART_ofi_finalize();
 #endif
@@ -94,6 +100,7 @@ void MPIDI_PART_rdma_finalize(void)
     MPL_free(rdma.slots);
     MPL_free(rdma.freeq);
     MPL_free(rdma.base);
+    MPL_free(rdma.gone);
     memset(&rdma, 0, sizeof(rdma));
 }
 
@@ -209,7 +216,27 @@ int MPIDI_PART_rdma_progress(void)
         mpi_errno = err;
 #endif
     drain_progress();   /* after the queues: what they held has landed and counted */
+    reap_gone();
     return mpi_errno;
+}
+
+/* Destroy the operations a delivery dropped the last reference of (no lock held). Not in
+ * the delivery itself: it runs while its backend holds its completion queue's reader flag,
+ * and a verbs operation's release waits for its writes by reading that queue (it spun for
+ * ever on the flag its own thread held; found by a review). */
+static void reap_gone(void)
+{
+    while (__atomic_load_n(&rdma.ngone, __ATOMIC_RELAXED) > 0) {
+        MPIDI_PART_op_t *op;
+        MPIDI_PART_LOCK();
+        int k = rdma.ngone;
+        op = k > 0 ? rdma.gone[k - 1] : NULL;
+        if (k > 0)
+            __atomic_store_n(&rdma.ngone, k - 1, __ATOMIC_RELAXED);
+        MPIDI_PART_UNLOCK();
+        if (op)
+            MPIDI_PART_op_destroy(op);
+    }
 }
 
 void MPIDI_PART_rdma_release(MPIDI_PART_op_t * op)
@@ -282,7 +309,11 @@ void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
     MPIDI_PART_rdma_idle(op);
     MPIDI_PART_LOCK();
     rdma.slots[r->slot] = NULL;
-    rdma.base[r->slot] = r->credit_base + r->credited + MPIDI_PART_IMM_MSGS / 2;
+    /* a receiver's credit_base is its sender's: the slot's own moves on from its own */
+    if (op->is_send)
+        rdma.base[r->slot] = r->credit_base + r->credited + MPIDI_PART_IMM_MSGS / 2;
+    else
+        rdma.base[r->slot] += MPIDI_PART_IMM_MSGS / 2;
     rdma.freeq[(rdma.fq_head + rdma.fq_count) % MPIDI_PART_IMM_SLOTS] = r->slot;
     rdma.fq_count++;
     op->rdma = NULL;
@@ -405,8 +436,8 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
 {
     uint32_t slot = MPIDI_PART_imm_slot(imm);
     MPIDI_PART_op_t *op = slot < rdma.next_slot ? rdma.slots[slot] : NULL;
-    if (op == NULL || op->rdma == NULL)
-        return 0;
+    if (op == NULL || op->rdma == NULL || op->refs == 0)
+        return 0;       /* (refs 0: its destruction is under way) */
     MPIDI_PART_rdmaop_t *r = op->rdma;
     ev->op = op;
     ev->drained = 0;
@@ -478,9 +509,9 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
         MPIDI_PART_UNLOCK();
         for (int i = 0; i < nev; i++) {
             if (unlikely(ev[i].drained)) {
-                /* the failed iteration's writes have all landed: it ends */
+                /* the failed iteration's writes have all landed: it ends (the drain's
+                 * reference is dropped below) */
                 MPIDI_PART_rdma_failed(ev[i].op, -1);
-                MPIDI_PART_op_release(ev[i].op);
             } else if (ev[i].m >= 0) {
                 MPIDI_PART_msg_done(ev[i].op, ev[i].m);
             } else {
@@ -495,12 +526,26 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n)
                     mpi_errno = err;
             }
         }
-        /* resolve's references of the data and credit events, under one lock a batch */
+        /* the events' references (resolve's, a drain's), under one lock a batch; an
+         * operation whose last one goes is destroyed later (reap_gone) */
         int ngone = 0;
         MPIDI_PART_LOCK();
-        for (int i = 0; i < nev; i++)
-            if (!ev[i].drained && MPIDI_PART_op_unref(ev[i].op))
-                gone[ngone++] = ev[i].op;
+        for (int i = 0; i < nev; i++) {
+            if (!MPIDI_PART_op_unref(ev[i].op))
+                continue;
+            if (rdma.ngone == rdma.capgone) {
+                int cap = rdma.capgone ? 2 * rdma.capgone : 16;
+                MPIDI_PART_op_t **g = MPL_realloc(rdma.gone, cap * sizeof(*g), MPL_MEM_OTHER);
+                if (g == NULL) {
+                    gone[ngone++] = ev[i].op;   /* no room: at once, as before */
+                    continue;
+                }
+                rdma.gone = g;
+                rdma.capgone = cap;
+            }
+            rdma.gone[rdma.ngone] = ev[i].op;
+            __atomic_store_n(&rdma.ngone, rdma.ngone + 1, __ATOMIC_RELAXED);
+        }
         MPIDI_PART_UNLOCK();
         for (int i = 0; i < ngone; i++)
             MPIDI_PART_op_destroy(gone[i]);
@@ -659,6 +704,7 @@ int MPIDI_PART_rdma_progress_rest(void)
         (MPL_atomic_acquire_load_int(&MPIDI_PART_global.work) & MPIDI_PART_WORK_HANDSHAKE))
         mpi_errno = MPIDI_PART_handshake();
     drain_progress();   /* after the lane's queue (the caller read it) and a FAIL */
+    reap_gone();
     return mpi_errno;
 }
 

@@ -288,7 +288,14 @@ static inline int wire_irecv(void *buf, MPI_Aint count, MPI_Datatype dt, int ran
 
 static int tag_test_msg(MPIDI_PART_op_t * op, int m)
 {
-    if (__atomic_load_n(&op->direct, __ATOMIC_RELAXED)) {
+    /* the slot first: direct_arm stores op->direct before it publishes the request (with
+     * release), so a request seen here comes with the direct flag it was armed with. Read
+     * the other way round, a thread could see direct 0, then the armed request complete
+     * (it reads the user's counter) and count the message again: the request completed
+     * twice (an assertion in MPI_Parrived, or a hang; found by a review) */
+    MPIR_Request *r = op->u.tag.pfirst == NULL ?
+        __atomic_load_n(&op->u.tag.wreq[m], __ATOMIC_ACQUIRE) : NULL;
+    if (__atomic_load_n(&op->direct, __ATOMIC_ACQUIRE)) {
         /* direct completion (below): the one message's request counts down the user
          * request's own counter; read that (one line fewer than through the message's
          * request), and only note the arrival */
@@ -298,7 +305,6 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
         return 1;
     }
     if (op->u.tag.pfirst == NULL) {
-        MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[m], __ATOMIC_ACQUIRE);
         if (r && MPIR_Request_is_complete(r)) {
             MPIDI_PART_msg_done(op, m);
             return 1;

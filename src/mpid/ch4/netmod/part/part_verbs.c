@@ -1115,10 +1115,15 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
             cap *= 2;
         }
         ops[n++] = op;
+        op->refs++;     /* its iteration may complete meanwhile (its last writes reaped by
+                         * another thread) and the program free it before it is failed
+                         * below (found by a review) */
     }
     MPIDI_PART_UNLOCK();
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         MPIDI_PART_rdma_failed(ops[i], -1);
+        MPIDI_PART_op_release(ops[i]);
+    }
     MPL_free(ops);
     if (teller) {
         char msg[160];
