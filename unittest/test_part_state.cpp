@@ -17,7 +17,8 @@ namespace {
 struct Op {
     MPIDI_PART_st_t st{};
     std::vector<int32_t> ready, cntr;
-    std::vector<uint8_t> held, done;
+    std::vector<uint8_t> held;
+    std::vector<uint32_t> done;
     std::vector<int32_t> out;
     std::mutex lock;  // the engine lock
     std::vector<int> sent;  // the fake transport's log of sent messages
@@ -154,7 +155,7 @@ TEST(PartState, DirectIterationEndsAtTheNextStartOnly)
         EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
         EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, 0));
         if (it != 2) {  // iteration 2: no MPI_Parrived saw the arrival
-            MPIDI_PART_st_msg_seen(&op.st, 0);
+            MPIDI_PART_st_msg_seen(&op.st, 0, op.st.iter);
             EXPECT_TRUE(MPIDI_PART_st_msg_is_done(&op.st, 0));
         }
         EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));  // seen is not done
@@ -165,6 +166,94 @@ TEST(PartState, DirectIterationEndsAtTheNextStartOnly)
         EXPECT_EQ(MPIDI_PART_st_msg_done(&op.st, 0), -1);  // and not counted again
         EXPECT_EQ(op.completions, 0);  // the state machine completed nothing itself
     }
+}
+
+// A thread that saw message m finish in iteration k and counts it only after another thread
+// counted it, the iteration completed and the next began names k: it must not be counted
+// in k+1 (which would complete one message early), and k+1's own count must still work.
+TEST(PartState, LateCountOfAnEndedIterationIsRefused)
+{
+    for (bool is_send : {false, true}) {
+        Op op(is_send, 2);
+        op.plan(2, 1);  // two messages
+        for (int it = 1; it <= 4; it++) {
+            ASSERT_EQ(op.start(), MPIDI_PART_START_RUN);
+            uint32_t k = MPIDI_PART_st_iter(&op.st);
+            if (is_send)
+                for (int p = 0; p < 2; p++)
+                    op.pready(p);
+            uint32_t late = k;  // the held-up thread read the iteration here
+            op.msg_done(0);
+            op.msg_done(1);
+            ASSERT_EQ(op.completions, 2 * it - 1);
+            ASSERT_FALSE(MPIDI_PART_st_is_running(&op.st));
+            ASSERT_EQ(op.start(), MPIDI_PART_START_RUN);  // k + 1
+            EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, 0));
+            // the late thread: refused, and its question "done in k?" answered yes
+            EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 0, late), -1);
+            EXPECT_TRUE(MPIDI_PART_st_msg_is_done_at(&op.st, 0, late));
+            EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, 0));
+            EXPECT_EQ(op.st.left, 2);
+            // one that is even later: k+1 counted m first, then the late one comes
+            if (is_send)
+                for (int p = 0; p < 2; p++)
+                    op.pready(p);
+            EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 0, k + 1), 0);
+            EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 0, late), -1);
+            EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 1, late), -1);
+            EXPECT_EQ(op.st.done[0], k + 1);  // a late stamp never lowers one
+            EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));
+            op.msg_done(1);
+            ASSERT_EQ(op.completions, 2 * it);
+        }
+    }
+}
+
+// The stamps compare as signed differences: the iteration counter may wrap around 2^32.
+TEST(PartState, DoneStampsSurviveTheIterationCounterWrapping)
+{
+    Op op(false, 3);
+    op.plan(3, 1);
+    op.st.iter = 0xfffffffdu;  // as if after 2^32 - 3 iterations
+    for (uint32_t m = 0; m < 3; m++)
+        op.done[m] = op.st.iter;
+    for (int it = 1; it <= 6; it++) {  // iter wraps to 0 on the 3rd start
+        ASSERT_EQ(op.start(), MPIDI_PART_START_RUN);
+        uint32_t k = op.st.iter;
+        for (int m = 0; m < 3; m++)
+            EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, m)) << "iteration " << k;
+        EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 1, k - 1), -1);  // late
+        for (int m = 0; m < 3; m++)
+            op.msg_done(m);
+        EXPECT_EQ(op.completions, it);
+        for (int m = 0; m < 3; m++)
+            EXPECT_TRUE(MPIDI_PART_st_msg_is_done(&op.st, m));
+    }
+}
+
+// A re-plan installs fresh stamps below the current iteration: a start deferred until the
+// new plan is not done yet, and a late thread of the iteration before is refused.
+TEST(PartState, ReplanStampsNothingDone)
+{
+    Op op(false, 4);
+    op.plan(4, 1);
+    for (int it = 0; it < 2; it++) {
+        op.start();
+        for (int m = 0; m < 4; m++)
+            op.msg_done(m);
+    }
+    uint32_t last = op.st.iter;
+    ASSERT_EQ(op.replan(4, 2), 0);  // two messages now, before the next start
+    // a late caller of the last iteration, before the next start: refused by the stamp
+    EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 1, last), -1);
+    EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 0, last), -1);
+    EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
+    EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, 0));
+    EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 0, last), -1);
+    EXPECT_EQ(op.st.left, 2);
+    op.msg_done(0);
+    op.msg_done(1);
+    EXPECT_EQ(op.completions, 3);
 }
 
 TEST(PartState, DirectEndRefusesIterationsOfSeveralMessages)

@@ -109,6 +109,12 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m)
         iteration_done(op);
 }
 
+void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, uint32_t iter)
+{
+    if (MPIDI_PART_st_msg_done_at(&op->st, m, iter) == 1)
+        iteration_done(op);
+}
+
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op)
 {
     if (MPL_atomic_acquire_load_int(&op->in_poll))
@@ -157,17 +163,16 @@ int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs)
     int mpi_errno = MPI_SUCCESS;
     size_t n = nmsgs > 0 ? nmsgs : 1;
 
-    /* one allocation: a sender's counters (aligned at its start), its held flags, and the
-     * done flags of either side */
-    char *mem = MPL_calloc(1, op->is_send ? n * (sizeof(int32_t) + 2) : n, MPL_MEM_OTHER);
+    /* one allocation: the done stamps of either side (aligned at its start), then a
+     * sender's counters and its held flags */
+    char *mem = MPL_calloc(1, op->is_send ? n * (2 * sizeof(int32_t) + 1) : n * sizeof(uint32_t),
+                           MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(mem == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     op->msgs_mem = mem;
+    op->done = (uint32_t *) mem;
     if (op->is_send) {
-        op->cntr = (int32_t *) mem;
-        op->held = (uint8_t *) (mem + n * sizeof(int32_t));
-        op->done = op->held + n;
-    } else {
-        op->done = (uint8_t *) mem;
+        op->cntr = (int32_t *) (mem + n * sizeof(uint32_t));
+        op->held = (uint8_t *) (mem + n * 2 * sizeof(int32_t));
     }
   fn_exit:
     return mpi_errno;
@@ -932,7 +937,8 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     int state = MPIDI_PART_st_get_state(&op->st);
     if (likely(state == MPIDI_PART_ST_PLANNED)) {
         int m = MPIDI_PART_st_msg_of(&op->st, partition);
-        if (MPIDI_PART_st_msg_is_done(&op->st, m) || op->tp->test_msg(op, m) ||
+        uint32_t iter = MPIDI_PART_st_iter(&op->st);    /* before the message is looked at */
+        if (MPIDI_PART_st_msg_is_done_at(&op->st, m, iter) || op->tp->test_msg(op, m, iter) ||
             timer_arrived(op, partition)) {
             *flag = 1;
             if (early_pending(op))
@@ -941,7 +947,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         }
         /* bounded progress on what carries the partition (and the engine's handshake) */
         int done;
-        mpi_errno = op->tp->progress_msg(op, m, &done);
+        mpi_errno = op->tp->progress_msg(op, m, iter, &done);
         MPIR_ERR_CHECK(mpi_errno);
         *flag = done || timer_arrived(op, partition);
         if (*flag && early_pending(op))

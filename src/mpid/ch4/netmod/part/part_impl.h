@@ -214,7 +214,7 @@ typedef struct MPIDI_PART_op {
     int32_t *ready;             /* sender: per partition (in the op's own allocation) */
     int32_t *cntr;              /* sender: per message */
     uint8_t *held;              /* sender: per message */
-    uint8_t *done;              /* per message */
+    uint32_t *done;             /* per message: the iteration it was done in (part_state.h) */
     void *msgs_mem;             /* the one allocation cntr, held and done lie in */
 
     union {
@@ -246,13 +246,14 @@ typedef struct MPIDI_PART_transport {
     int (*send) (MPIDI_PART_op_t * op, int m);
     /* sender (no lock, progress hook): a CTS for op arrived */
     int (*ctl) (MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
-    /* lock-free: mark message m done if it finished; 1 if it is done */
-    int (*test_msg) (MPIDI_PART_op_t * op, int m);
+    /* lock-free: mark message m done in iteration iter (read before: MPIDI_PART_st_iter)
+     * if it finished; 1 if it is done there */
+    int (*test_msg) (MPIDI_PART_op_t * op, int m, uint32_t iter);
     /* lock held: test op's messages in flight; sets the VCIs that still carry some */
     void (*poll) (MPIDI_PART_op_t * op, uint64_t * vci_mask);
     /* no lock, MPI_Parrived found message m not done: progress what carries it, then
      * *done = test_msg (one call: a false MPI_Parrived is ~20 ns) */
-    int (*progress_msg) (MPIDI_PART_op_t * op, int m, int *done);
+    int (*progress_msg) (MPIDI_PART_op_t * op, int m, uint32_t iter, int *done);
     /* no lock: before a new iteration, release the previous one's resources */
     void (*iter_reset) (MPIDI_PART_op_t * op);
     /* no lock: release everything of op (at free); never called on an active iteration */
@@ -413,6 +414,9 @@ int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs);
 /* The op's memory (its arrays and the op), nothing else. */
 void MPIDI_PART_op_free_memory(MPIDI_PART_op_t * op);
 void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
+/* lock-free: done in iteration iter, which the caller read before it looked at m (a late
+ * caller, whose iteration is over, is ignored; part_state.h) */
+void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, uint32_t iter);
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* over (also one without messages) */

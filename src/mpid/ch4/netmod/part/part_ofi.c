@@ -1491,18 +1491,18 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
  * that did not bring it, also endpoint 0 (credits that release other operations' writes),
  * VCI 0 (the handshake's active messages arrive there) and the engine's handshake work,
  * so that a thread that only polls MPI_Parrived still moves every other operation. */
-static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
+static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int *done)
 {
     int v = MPIDI_PART_rdma_lane(op->rdma, m);
     int mpi_errno = ep_progress(&ofi.eps[v]);
-    if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done(&op->st, m)) {
+    if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done_at(&op->st, m, iter)) {
         if (v != 0)
             mpi_errno = ep_progress(&ofi.eps[0]);
         if (mpi_errno == MPI_SUCCESS)
             mpi_errno = MPIDI_PART_rdma_progress_rest();
         watch_progress();       /* one load when no sender is watched */
     }
-    *done = MPIDI_PART_st_msg_is_done(&op->st, m);
+    *done = MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     return mpi_errno;
 }
 

@@ -722,9 +722,9 @@ int MPIDI_PART_rdma_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
     return MPI_SUCCESS;         /* credits travel as writes, never as a CTS */
 }
 
-int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m)
+int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter)
 {
-    return MPIDI_PART_st_msg_is_done(&op->st, m);
+    return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
 }
 
 void MPIDI_PART_rdma_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)

@@ -196,7 +196,7 @@ int MPIDI_PART_rtimer_progress(void);
 /* Transport functions that are the same on every backend. */
 int MPIDI_PART_rdma_always_armed(MPIDI_PART_op_t * op);
 int MPIDI_PART_rdma_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
-int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m);
+int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter);
 void MPIDI_PART_rdma_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask);
 void MPIDI_PART_rdma_iter_reset(MPIDI_PART_op_t * op);
 

@@ -28,7 +28,7 @@ static void count_unready(MPIDI_PART_st_t * st)
 
 static void begin_iteration(MPIDI_PART_st_t * st, int always_armed)
 {
-    memset(st->done, 0, st->nmsgs);
+    /* the done flags need no reset: they hold iterations (part_state.h) */
     if (st->is_send) {
         memset(st->held, 0, st->nmsgs);
         st->nheld = 0;
@@ -77,7 +77,7 @@ int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed)
 }
 
 int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int32_t * cntr,
-                       uint8_t * held, uint8_t * done, int always_armed, int32_t * complete_out)
+                       uint8_t * held, uint32_t * done, int always_armed, int32_t * complete_out)
 {
     int n = 0;
 
@@ -99,6 +99,11 @@ int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int
     st->cntr = cntr;
     st->held = held;
     st->done = done;
+    /* stamped done in the last iteration that ended (a late caller of it is refused), not
+     * in the one under way (started before this plan) nor in a later one */
+    uint32_t stamp = st->started_unplanned ? st->iter - 1 : st->iter;
+    for (int32_t m = 0; m < st->nmsgs; m++)
+        __atomic_store_n(&st->done[m], stamp, __ATOMIC_RELAXED);
     if (st->started_unplanned) {
         st->started_unplanned = 0;
         if (st->is_send)

@@ -31,6 +31,12 @@
  * "armed" is the transport's permission to send in this iteration: always on the tag path
  * with a permanent tag block, after the iteration's CTS (credit) otherwise. The iteration is
  * over when every message is done (st->left reaches 0).
+ *
+ * A message's done flag holds the iteration it was last done in (not a bit cleared at each
+ * start): a thread that saw a message finish in iteration k and counts it late, after
+ * another thread counted it, the iteration completed and the program started k+1, names k
+ * and is refused (MPIDI_PART_st_msg_done_at). Stamps are compared as signed differences, so
+ * the iteration counter may wrap.
  */
 #ifndef PART_STATE_H_INCLUDED
 #define PART_STATE_H_INCLUDED
@@ -78,7 +84,7 @@ typedef struct MPIDI_PART_st {
     int32_t *cntr;              /* sender: per message, partitions still unready (atomic) */
     uint8_t *held;              /* sender: complete while not armed (lock held) */
     int32_t nheld;
-    uint8_t *done;              /* per message: done in this iteration (atomic) */
+    uint32_t *done;             /* per message: the iteration it was last done in (atomic) */
     int32_t left;               /* messages of this iteration not yet done (atomic); EMPTY
                                  * sender awaiting readies: partitions not yet readied */
     int32_t await_ready;        /* EMPTY sender whose iterations end with the last ready */
@@ -115,7 +121,7 @@ void MPIDI_PART_st_no_peer(MPIDI_PART_st_t * st);
  * (EMPTY) a started sender with partitions stays running until its last partition is
  * readied: the iteration is over when MPIDI_PART_st_is_running is false. */
 int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int32_t * cntr,
-                       uint8_t * held, uint8_t * done, int always_armed, int32_t * complete_out);
+                       uint8_t * held, uint32_t * done, int always_armed, int32_t * complete_out);
 
 /* Lock held. PLANNED with no iteration running -> UNPLANNED, to replace the plan (the tag
  * transport's re-plan after an observed iteration, part_match.c): MPIDI_PART_st_plan then
@@ -174,13 +180,32 @@ int MPIDI_PART_st_hold(MPIDI_PART_st_t * st, int32_t m);
  * nmsgs) and their number returned: send them. */
 int MPIDI_PART_st_arm(MPIDI_PART_st_t * st, int32_t * out);
 
-/* Lock-free. Message m is done (sent and completed, or arrived). Returns 1 when it was the
- * iteration's last, 0 otherwise, -1 when m was already done. */
-static inline int MPIDI_PART_st_msg_done(MPIDI_PART_st_t * st, int32_t m)
+/* The iteration under way (or the last one); lock-free readers take it before they look at
+ * a message, and name it when they count one. */
+static inline uint32_t MPIDI_PART_st_iter(const MPIDI_PART_st_t * st)
 {
-    uint8_t expected = 0;
-    if (!__atomic_compare_exchange_n(&st->done[m], &expected, 1, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
+    return __atomic_load_n(&st->iter, __ATOMIC_RELAXED);
+}
+
+/* Raise message m's stamp to iter; 0 when it already was iter or later. */
+static inline int MPIDI_PART_st_stamp(MPIDI_PART_st_t * st, int32_t m, uint32_t iter)
+{
+    uint32_t v = __atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE);
+    do {
+        if ((int32_t) (v - iter) >= 0)
+            return 0;
+    } while (!__atomic_compare_exchange_n(&st->done[m], &v, iter, 1, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
+    return 1;
+}
+
+/* Lock-free. Message m is done (sent and completed, or arrived) in iteration iter, the one
+ * the caller read (MPIDI_PART_st_iter) before it looked at the message. Returns 1 when it
+ * was the iteration's last, 0 otherwise, -1 when m was already done in iter, or iter is
+ * over (m was counted there: an iteration ends only when all are; the caller is late). */
+static inline int MPIDI_PART_st_msg_done_at(MPIDI_PART_st_t * st, int32_t m, uint32_t iter)
+{
+    if (iter != MPIDI_PART_st_iter(st) || !MPIDI_PART_st_stamp(st, m, iter))
         return -1;
     if (__atomic_sub_fetch(&st->left, 1, __ATOMIC_ACQ_REL) == 0) {
         __atomic_store_n(&st->running, 0, __ATOMIC_RELEASE);
@@ -189,12 +214,19 @@ static inline int MPIDI_PART_st_msg_done(MPIDI_PART_st_t * st, int32_t m)
     return 0;
 }
 
-/* Lock-free. Message m has arrived, but its completion is counted outside the state
- * machine (direct completion, part_tag.c): record it for MPI_Parrived's one-load check
- * only; the iteration stays running until MPIDI_PART_st_direct_end. */
-static inline void MPIDI_PART_st_msg_seen(MPIDI_PART_st_t * st, int32_t m)
+/* MPIDI_PART_st_msg_done_at in the current iteration, for callers that cannot be late (the
+ * RDMA transports match each completion to its iteration before they count it). */
+static inline int MPIDI_PART_st_msg_done(MPIDI_PART_st_t * st, int32_t m)
 {
-    __atomic_store_n(&st->done[m], 1, __ATOMIC_RELEASE);
+    return MPIDI_PART_st_msg_done_at(st, m, MPIDI_PART_st_iter(st));
+}
+
+/* Lock-free. Message m has arrived in iteration iter, but its completion is counted outside
+ * the state machine (direct completion, part_tag.c): record it for MPI_Parrived's check
+ * only; the iteration stays running until MPIDI_PART_st_direct_end. */
+static inline void MPIDI_PART_st_msg_seen(MPIDI_PART_st_t * st, int32_t m, uint32_t iter)
+{
+    MPIDI_PART_st_stamp(st, m, iter);
 }
 
 /* The iteration's only message was counted down outside the state machine (direct
@@ -205,16 +237,24 @@ static inline int MPIDI_PART_st_direct_end(MPIDI_PART_st_t * st)
 {
     if (!__atomic_load_n(&st->running, __ATOMIC_ACQUIRE) || st->nmsgs != 1)
         return 0;
-    __atomic_store_n(&st->done[0], 1, __ATOMIC_RELEASE);
+    MPIDI_PART_st_stamp(st, 0, st->iter);
     __atomic_store_n(&st->left, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&st->running, 0, __ATOMIC_RELEASE);
     return 1;
 }
 
-/* Lock-free. Whether message m is done in this iteration (one load). */
+/* Lock-free. Whether message m is done in iteration iter (or a later one: a late caller's
+ * iteration is over, and all its messages with it). */
+static inline int MPIDI_PART_st_msg_is_done_at(const MPIDI_PART_st_t * st, int32_t m,
+                                               uint32_t iter)
+{
+    return (int32_t) (__atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE) - iter) >= 0;
+}
+
+/* Lock-free. Whether message m is done in the current iteration. */
 static inline int MPIDI_PART_st_msg_is_done(const MPIDI_PART_st_t * st, int32_t m)
 {
-    return __atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE);
+    return MPIDI_PART_st_msg_is_done_at(st, m, MPIDI_PART_st_iter(st));
 }
 
 #ifdef __cplusplus

@@ -106,6 +106,19 @@ cvars:
         one message can complete the request, and the program start or free it again,
         before that thread returns (threads/part/part_race_direct_arm). 0: off.
 
+    - name        : MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: MPI_Parrived on the tag transport busy-waits this many microseconds
+        between seeing a wire message's request complete and counting the message, so that
+        another thread can count it, complete the iteration and start the next one before
+        the held call counts (threads/part/part_race_tag_count). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -286,7 +299,13 @@ static inline int wire_irecv(void *buf, MPI_Aint count, MPI_Datatype dt, int ran
                        MPIDIU_comm_rank_to_av(comm, rank), req);
 }
 
-static int tag_test_msg(MPIDI_PART_op_t * op, int m)
+/* Whether message m is done in iteration iter, counting it if its request completed. iter
+ * is the caller's, read before it looked at the message (MPIDI_PART_st_iter): a thread
+ * held up after it saw the request complete, while another counted the message, the
+ * iteration ended and the program started the next (the steady start frees the request),
+ * names the iteration that is over and is not counted again (found by a review; threads/
+ * part/part_race_tag_count). held: MPI_Parrived's call, held up by the testing aid. */
+static int test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int held)
 {
     /* the slot first: direct_arm stores op->direct before it publishes the request (with
      * release), so a request seen here comes with the direct flag it was armed with. Read
@@ -301,25 +320,40 @@ static int tag_test_msg(MPIDI_PART_op_t * op, int m)
          * request), and only note the arrival */
         if (!MPIR_cc_is_complete(&op->req->cc))
             return 0;
-        MPIDI_PART_st_msg_seen(&op->st, m);
+        MPIDI_PART_st_msg_seen(&op->st, m, iter);
         return 1;
     }
     if (op->u.tag.pfirst == NULL) {
         if (r && MPIR_Request_is_complete(r)) {
-            MPIDI_PART_msg_done(op, m);
+            if (unlikely(held))
+                MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US);
+            MPIDI_PART_msg_done_at(op, m, iter);
             return 1;
         }
-        return MPIDI_PART_st_msg_is_done(&op->st, m);
+        return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     }
     /* split: done when all its pieces are */
     int32_t np, s = msg_slot(&op->u.tag, m, &np);
     for (int32_t j = 0; j < np; j++) {
         MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[s + j], __ATOMIC_ACQUIRE);
         if (!r || !MPIR_Request_is_complete(r))
-            return MPIDI_PART_st_msg_is_done(&op->st, m);
+            return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     }
-    MPIDI_PART_msg_done(op, m);
+    if (unlikely(held))
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US);
+    MPIDI_PART_msg_done_at(op, m, iter);
     return 1;
+}
+
+static int tag_test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter)
+{
+    return test_msg(op, m, iter, 0);
+}
+
+/* MPI_Parrived's test (the transport's test_msg), held up by the testing aid. */
+static int tag_test_msg_parrived(MPIDI_PART_op_t * op, int m, uint32_t iter)
+{
+    return test_msg(op, m, iter, MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US > 0);
 }
 
 /* Direct completion. A receiver in its steady state whose iteration is one wire message
@@ -403,6 +437,8 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
     int32_t first, nparts;
     MPIR_Request *r = NULL;
     MPIDI_PART_tagop_t *t = &op->u.tag;
+    /* m's iteration: it cannot end before m is sent (by this call) */
+    uint32_t iter = MPIDI_PART_st_iter(&op->st);
 
     int32_t np, s = msg_slot(t, m, &np);
     MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
@@ -417,7 +453,7 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
         MPIR_ERR_CHECK(mpi_errno);
         MPIDI_PART_PVAR_ADD(TAG_SPLIT_MSGS, 1);
     }
-    if (!tag_test_msg(op, m))
+    if (!tag_test_msg(op, m, iter))
         MPIDI_PART_msg_in_flight(op);
 
   fn_exit:
@@ -426,8 +462,9 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
     goto fn_exit;
 }
 
-/* Receiver: post this iteration's receives under t->base. */
-static int post_recvs(MPIDI_PART_op_t * op)
+/* Receiver: post iteration iter's receives under t->base (it cannot end before they are
+ * posted). */
+static int post_recvs(MPIDI_PART_op_t * op, uint32_t iter)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_tagop_t *t = &op->u.tag;
@@ -456,7 +493,7 @@ static int post_recvs(MPIDI_PART_op_t * op)
         goto fn_exit;   /* nothing to poll: the message completes the request (and op
                          * may already be in its next iteration or freed) */
     for (int m = 0; m < n; m++)
-        all_done &= tag_test_msg(op, m);
+        all_done &= tag_test_msg(op, m, iter);
     if (!all_done)
         MPIDI_PART_msg_in_flight(op);
 
@@ -512,7 +549,7 @@ static int lease_arm(MPIDI_PART_op_t * op, uint32_t iter)
     if (base < 0)
         goto fn_exit;
 
-    mpi_errno = post_recvs(op);
+    mpi_errno = post_recvs(op, iter);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = send_cts(op, iter, base);
     MPIR_ERR_CHECK(mpi_errno);
@@ -533,7 +570,7 @@ static int tag_recv_arm(MPIDI_PART_op_t * op)
     /* the slots (and a lease's base) are this iteration's from here on: the last
      * iteration's were released before (MPIDI_PART_tag_refuse reads none before this) */
     __atomic_store_n(&t->armed_iter, iter, __ATOMIC_RELEASE);
-    int mpi_errno = t->permanent ? post_recvs(op) : lease_arm(op, iter);
+    int mpi_errno = t->permanent ? post_recvs(op, iter) : lease_arm(op, iter);
     /* the sender's WITHDRAW, handled while we armed: the hook may have missed receives we
      * posted, so end the iteration here if the sender never started it (the fence pairs
      * with the hook's in MPIDI_PART_tag_refuse, section 5) */
@@ -566,6 +603,7 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
     MPIDI_PART_tagop_t *t = &op->u.tag;
     MPIR_Request *reqs[64];
     int n, end = 0;
+    uint32_t end_iter = 0;
 
     __atomic_thread_fence(__ATOMIC_SEQ_CST);    /* the refusal, then the slots */
     do {
@@ -594,6 +632,7 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
                         MPIDI_PART_global.lease_tail = prev;
                 }
                 end = t->refuse_upto == 0;      /* once */
+                end_iter = iter;
                 t->refuse_upto = 1;
             } else if (t->wreq) {
                 int32_t ns = reqs_of(t, op->st.nmsgs);
@@ -622,7 +661,7 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
             MPIDI_PART_poke_progress(); /* the poll runs again */
     } while (n == 64);
     for (int m = 0; end && m < op->st.nmsgs; m++)
-        MPIDI_PART_msg_done(op, m);
+        MPIDI_PART_msg_done_at(op, m, end_iter);
 }
 
 
@@ -918,7 +957,7 @@ int MPIDI_PART_tag_handshake(void)
         MPIDI_PART_UNLOCK();
         if (!op)
             break;
-        mpi_errno = post_recvs(op);
+        mpi_errno = post_recvs(op, iter);
         MPIR_ERR_CHECK(mpi_errno);
         mpi_errno = send_cts(op, iter, op->u.tag.base);
         MPIR_ERR_CHECK(mpi_errno);
@@ -1144,7 +1183,8 @@ static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
     int m = t->cursor, n = op->st.nmsgs;
-    while (m < n && tag_test_msg(op, m))
+    uint32_t iter = MPIDI_PART_st_iter(&op->st);        /* stable: op is in the polling list */
+    while (m < n && tag_test_msg(op, m, iter))
         m++;
     t->cursor = m;
     if (t->vcomm)
@@ -1156,7 +1196,7 @@ static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
  * MPICH's hooks: the completion polling is not needed for this message), then the engine's
  * handshake work if there is any, so that a thread that only polls MPI_Parrived still moves
  * every other operation's handshake. */
-static int tag_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
+static int tag_progress_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int *done)
 {
     int vci = op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
     int mpi_errno = MPIDI_PART_vci_progress_one(vci);
@@ -1167,7 +1207,7 @@ static int tag_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
     if (mpi_errno == MPI_SUCCESS && unlikely(work & MPIDI_PART_WORK_DRAIN) &&
         MPIDI_PART_drain_due())
         mpi_errno = MPIDI_PART_tag_drain();
-    *done = tag_test_msg(op, m);
+    *done = tag_test_msg_parrived(op, m, iter);
     return mpi_errno;
 }
 
@@ -1237,7 +1277,7 @@ const MPIDI_PART_transport_t MPIDI_PART_tag_transport = {
     .recv_arm = tag_recv_arm,
     .send = tag_send,
     .ctl = tag_ctl,
-    .test_msg = tag_test_msg,
+    .test_msg = tag_test_msg_parrived,
     .poll = tag_poll,
     .progress_msg = tag_progress_msg,
     .iter_reset = tag_iter_reset,

@@ -1432,12 +1432,12 @@ static int verbs_always_armed(MPIDI_PART_op_t * op)
 /* MPI_Parrived found message m not done: read the completion queue, then VCI 0 and the
  * handshake (as part_ofi.c does), so that a thread that only polls MPI_Parrived still moves
  * every other operation. */
-static int verbs_progress_msg(MPIDI_PART_op_t * op, int m, int *done)
+static int verbs_progress_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int *done)
 {
     int mpi_errno = MPIDI_PART_verbs_progress();
-    if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done(&op->st, m))
+    if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done_at(&op->st, m, iter))
         mpi_errno = MPIDI_PART_rdma_progress_rest();
-    *done = MPIDI_PART_st_msg_is_done(&op->st, m);
+    *done = MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     return mpi_errno;
 }
 
