@@ -7,7 +7,10 @@
  * with that error instead of running.
  *
  *   -fault=KIND   remote_access, local_prot, retry_exceeded, rnr_retry_exceeded,
- *                 remote_op or flush (the emulator's names)
+ *                 remote_op or flush (the emulator's names), or post_einval: not an error
+ *                 completion but ibv_post_send refusing the work request (EINVAL); the
+ *                 engine then breaks the connection so that the peer hears (until
+ *                 2026-12-01 only the refusing side failed and its peer waited for ever)
  *   -side=send    rank 0 (the sender) faults on its first data write (its first work
  *                 request is the connection's hello, so n = 2)
  *   -side=recv    rank 1 (the receiver) faults on its first credit (n = 1)
@@ -50,6 +53,8 @@ static const char *status_text(const char *kind)
         return "remote operation error";
     if (strcmp(kind, "flush") == 0)
         return "Work Request Flushed Error";
+    if (strcmp(kind, "post_einval") == 0)
+        return "Invalid argument";      /* strerror(EINVAL): ibv_post_send's return */
     return NULL;
 }
 

@@ -47,6 +47,7 @@ enum Fault : int32_t {
   kFaultRnrExceeded,
   kFaultRemoteOp,
   kFaultFlush,
+  kFaultPostEinval,  // not a completion: ibv_post_send refuses the WR (EINVAL, *bad_wr)
 };
 
 struct Sge {

@@ -350,9 +350,10 @@ void parse_faults() {
     else if (kind == "rnr_retry_exceeded") f = kFaultRnrExceeded;
     else if (kind == "remote_op") f = kFaultRemoteOp;
     else if (kind == "flush") f = kFaultFlush;
+    else if (kind == "post_einval") f = kFaultPostEinval;
     else {
       diag("VERBSEMU_FAULT: unknown kind '%s' (remote_access, local_prot, retry_exceeded, "
-           "rnr_retry_exceeded, remote_op, flush)", kind.c_str());
+           "rnr_retry_exceeded, remote_op, flush, post_einval)", kind.c_str());
       abort();
     }
     g.faults.push_back({f, nth});

@@ -180,6 +180,13 @@ int emu_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       for (int i = 0; i < w->num_sge; i++) total += w->sg_list[i].length;
       if (w->opcode == IBV_WR_RDMA_READ || total > q.cap.max_inline_data) rc = EINVAL;
     }
+    if (!rc) {
+      // VERBSEMU_FAULT=post_einval@N: the N-th send WR is refused here (it counts as posted
+      // for the numbering, so later faults keep their places)
+      for (const FaultRule& f : g.faults)
+        if (f.kind == kFaultPostEinval && f.nth == g.send_wr_count + 1) rc = EINVAL;
+      if (rc) g.send_wr_count++;
+    }
     uint32_t i = rc ? kNil : wr_alloc();
     if (!rc && i == kNil) {
       diag("shared WR pool exhausted (%u entries)", kWrSlots);
@@ -211,7 +218,7 @@ int emu_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     }
     g.send_wr_count++;
     for (const FaultRule& f : g.faults)
-      if (f.nth == g.send_wr_count) s.fault = f.kind;
+      if (f.nth == g.send_wr_count && f.kind != kFaultPostEinval) s.fault = f.kind;
     s.seq = ++q.sq_posted;
     wr_list_push(q.sq_head, q.sq_tail, i);
     q.sq_pending++;

@@ -1192,6 +1192,45 @@ void t_faults() {
   }
 }
 
+// post_einval: the refused WR is not queued and the QP keeps working (the next post lands).
+void t_fault_post_einval() {
+  run_pair("VERBSEMU_FAULT=post_einval@2 -> ibv_post_send refuses the 2nd write (EINVAL, *bad_wr), "
+           "the 1st and 3rd land, QP stays RTS",
+           [](int role, Link& l) {
+             if (role == 1) setenv("VERBSEMU_FAULT", "post_einval@2", 1);
+             Opts o;
+             Ep e = make_ep(o);
+             Info peer = exchange(l, e);
+             connect(e, peer, o);
+             l.signal('c');
+             l.wait('c');
+             if (role == 1) {
+               for (size_t i = 0; i < 192; i++) e.buf[i] = static_cast<uint8_t>(i + 5);
+               for (int k = 0; k < 3; k++)
+                 CHECK_EQ(post_write(e, static_cast<uint64_t>(k + 1), e.buf + k * 64, 64, e.mr->lkey,
+                                     peer.addr + static_cast<uint64_t>(k) * 64, peer.rkey),
+                          k == 1 ? EINVAL : 0);
+               ibv_wc wc = wait_wc(e.cq);
+               CHECK_EQ(wc.wr_id, 1);
+               CHECK_STATUS(wc, IBV_WC_SUCCESS);
+               wc = wait_wc(e.cq);
+               CHECK_EQ(wc.wr_id, 3);
+               CHECK_STATUS(wc, IBV_WC_SUCCESS);
+               CHECK_EQ(qp_state(e.qp), IBV_QPS_RTS);
+               l.signal('d');
+             } else {
+               l.wait('d');
+               for (size_t i = 0; i < 64; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 5));
+               CHECK(all_fill(e.buf + 64, 64));
+               for (size_t i = 128; i < 192; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 5));
+               CHECK(all_fill(e.buf + 192, e.len - 192));
+             }
+             l.signal('x');
+             l.wait('x');
+             destroy_ep(e);
+           });
+}
+
 void t_srq() {
   run_pair("SRQ: receives come from the SRQ, post_recv on its QP is EINVAL, limit event, destroy EBUSY",
            [](int role, Link& l) {
@@ -1502,6 +1541,7 @@ int main(int argc, char** argv) {
       {"states", t_state_machine},
       {"states2", t_state_machine2},
       {"faults", t_faults},
+      {"postfault", t_fault_post_einval},
       {"maxmsg", t_max_msg},
       {"srq", t_srq},
       {"events", t_events},

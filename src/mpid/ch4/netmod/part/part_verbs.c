@@ -293,13 +293,24 @@ static inline void conn_set(vrb_conn_t * c, int state)
     __atomic_store_n(&c->state, state, __ATOMIC_RELEASE);
 }
 
-/* vrb.lock held: break c; 1 when it was not broken before (then why is its reason). */
+/* vrb.lock held: break c; 1 when it was not broken before (then why is its reason). Every
+ * queue pair of c goes to the error state: what is queued on it flushes instead of running,
+ * and, as the target of the peer's writes, it takes none more. So once this side has broken
+ * the connection (its own error, or the peer's FAIL), before it fails its operations, no
+ * write posted on another queue pair of the connection can land in a receive buffer whose
+ * MPI_Wait returned the error (RC orders one queue pair only; until 2026-12-01 only the
+ * queue pair that failed was in error). An error of ibv_modify_qp leaves that queue pair as
+ * it was: nothing better to do. */
 static int conn_broken(vrb_conn_t * c, const char *why)
 {
     if (conn_state(c) == CONN_BROKEN)
         return 0;
     snprintf(c->why, sizeof(c->why), "%s", why);
     conn_set(c, CONN_BROKEN);
+    struct ibv_qp_attr err_attr = {.qp_state = IBV_QPS_ERR };
+    for (int q = 0; q < c->nqp; q++)
+        if (c->qp[q])
+            (void) ibv_modify_qp(c->qp[q], &err_attr, IBV_QP_STATE);
     return 1;
 }
 
@@ -1013,28 +1024,45 @@ static void conn_flush(vrb_conn_t * c, vrb_pend_t ** failed)
         lane_flush(c, q, failed);
 }
 
+/* A post that failed on a connection that was not broken (ibv_post_send's error, or no
+ * memory to queue the write): the write will never go, and the peer would wait for it (or
+ * for the credit) for ever, so the connection breaks and the peer is told (a FAIL names the
+ * connection: fail_conn_ops). Until 2026-12-01 only this side's iteration failed. No lock
+ * held. */
+static void fail_list(vrb_pend_t * p);
+
+static void post_failed(vrb_conn_t * c, const char *what, int rc)
+{
+    char why[128];
+    snprintf(why, sizeof(why), "%s: %s", what, vrb_strerror(rc));
+    if (conn_break(c, why)) {
+        vrb_pend_t *failed = NULL;
+        conn_flush(c, &failed); /* what waits in its lanes fails with it */
+        fail_list(failed);
+        fail_conn_ops(c, why, 1);
+    }
+}
+
 /* Writes that will not go (no lock held): each fails the iteration of its operation; a
- * hello that could not be posted breaks its connection. */
+ * post that failed breaks its connection (post_failed). */
 static void fail_list(vrb_pend_t * p)
 {
     while (p) {
         vrb_pend_t *next = p->next;
         if (p->op == NULL) {
-            if (p->rc) {
-                char why[128];
-                snprintf(why, sizeof(why), "ibv_post_send(hello): %s", vrb_strerror(p->rc));
-                if (conn_break(p->conn, why))
-                    fail_conn_ops(p->conn, why, 1);
-            }
+            if (p->rc)
+                post_failed(p->conn, "ibv_post_send(hello)", p->rc);
         } else {
             MPIDI_PART_verbsop_t *v = VOP(p->op);
+            const char *what = p->m >= 0 ? "ibv_post_send" : "ibv_post_send(credit)";
             if (p->rc)
-                op_error(p->op, p->m >= 0 ? "ibv_post_send" : "ibv_post_send(credit)",
-                         vrb_strerror(p->rc));
+                op_error(p->op, what, vrb_strerror(p->rc));
             else
                 op_error(p->op, "a write", p->conn->why);
             MPIDI_PART_rdma_failed(p->op, p->m);
             __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE);  /* last use of p->op */
+            if (p->rc)
+                post_failed(p->conn, what, p->rc);
         }
         MPL_free(p);
         p = next;
@@ -1058,10 +1086,12 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
             __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE);
         return MPI_SUCCESS;
     }
-    op_error(op, m >= 0 ? "ibv_post_send" : "ibv_post_send(credit)",
-             why[0] ? why : vrb_strerror(rc));
+    const char *what = m >= 0 ? "ibv_post_send" : "ibv_post_send(credit)";
+    op_error(op, what, why[0] ? why : vrb_strerror(rc));
     MPIDI_PART_rdma_failed(op, m);
     __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE);
+    if (rc != EPIPE)    /* the connection was not broken: now it is, and the peer hears */
+        post_failed(v->conn, what, rc);
     return MPI_SUCCESS;
 }
 
@@ -1083,55 +1113,68 @@ static int verbs_recv_arm(MPIDI_PART_op_t * op)
 /* Every running operation on a broken connection completes its iteration with the
  * connection's error (no lock held): receivers wait for writes that will not come. When we
  * saw the break (tell), the peer hears of it through the handshake, so that its side fails
- * too instead of waiting. */
+ * too instead of waiting: through every operation on the connection this side has not
+ * freed. A FAIL names a pair, and the peer drops one whose half it freed (its RELEASE or
+ * WITHDRAW may still be on its way here); told through one pair only, as until
+ * 2026-12-01, the peer's other operations on the connection waited for ever when that
+ * pair was half-freed (part/part_verbs_fail_teller). The first FAIL the peer takes breaks
+ * its side of the connection and fails all of them; the others find it broken. */
 static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
 {
-    MPIDI_PART_op_t *teller = NULL;
+    enum { FAIL_IT = 1, TELL_IT = 2 };
     int n = 0, cap = 16;
     MPIDI_PART_op_t **ops = MPL_malloc(cap * sizeof(*ops), MPL_MEM_OTHER);
-    if (ops == NULL)
+    uint8_t *what = MPL_malloc(cap, MPL_MEM_OTHER);
+    if (ops == NULL || what == NULL) {
+        MPL_free(ops);
+        MPL_free(what);
         return;
+    }
     MPIDI_PART_LOCK();
     for (MPIDI_PART_op_t * op = MPIDI_PART_global.all; op; op = op->all_next) {
         if (op->rdma == NULL || op->rdma->tp != &MPIDI_PART_verbs_transport ||
             VOP(op)->conn != c || op->tp != &MPIDI_PART_verbs_transport)
             continue;
-        if (tell && teller == NULL && !op->freed) {
-            teller = op;
-            op->refs++;
-        }
         /* every operation on the connection is failed, the idle ones too: their next
          * MPI_Start completes at once (part_core.c), it would wait for a credit or writes
          * on the broken connection forever. Set under the lock that MPI_Start checks it
          * under: a start cannot slip between this and the running test below */
         op_error(op, "the queue pair", why);
-        if (!MPIDI_PART_st_is_running(&op->st))
+        int w = (MPIDI_PART_st_is_running(&op->st) ? FAIL_IT : 0) |
+            (tell && !op->freed ? TELL_IT : 0);
+        if (w == 0)
             continue;
         if (n == cap) {
             MPIDI_PART_op_t **more = MPL_realloc(ops, 2 * cap * sizeof(*ops), MPL_MEM_OTHER);
             if (more == NULL)
                 break;
             ops = more;
+            uint8_t *more_what = MPL_realloc(what, 2 * cap, MPL_MEM_OTHER);
+            if (more_what == NULL)
+                break;
+            what = more_what;
             cap *= 2;
         }
+        what[n] = (uint8_t) w;
         ops[n++] = op;
         op->refs++;     /* its iteration may complete meanwhile (its last writes reaped by
                          * another thread) and the program free it before it is failed
                          * below (found by a review) */
     }
     MPIDI_PART_UNLOCK();
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s (verbs device %s of rank %d)", why, vrb.dev,
+             MPIR_Process.rank);
     for (int i = 0; i < n; i++) {
-        MPIDI_PART_rdma_failed(ops[i], -1);
+        if (what[i] & FAIL_IT)
+            MPIDI_PART_rdma_failed(ops[i], -1);
+        if (what[i] & TELL_IT)
+            MPIDI_PART_rdma_tell_peer(ops[i], 0, msg, -1);      /* the connection: any
+                                                                 * iteration */
         MPIDI_PART_op_release(ops[i]);
     }
     MPL_free(ops);
-    if (teller) {
-        char msg[160];
-        snprintf(msg, sizeof(msg), "%s (verbs device %s of rank %d)", why, vrb.dev,
-                 MPIR_Process.rank);
-        MPIDI_PART_rdma_tell_peer(teller, 0, msg, -1); /* the connection: any iteration */
-        MPIDI_PART_op_release(teller);
-    }
+    MPL_free(what);
 }
 
 /* The peer saw our connection break: so is ours (whatever iteration it was in). What waits
