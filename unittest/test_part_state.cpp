@@ -209,6 +209,30 @@ TEST(PartState, LateCountOfAnEndedIterationIsRefused)
     }
 }
 
+// A count when no iteration runs (after the last one ended, or one that completed at once)
+// is refused and changes nothing: an RDMA completion counted after a failure ended its
+// iteration, whose next one failed at its start.
+TEST(PartState, CountWithNoIterationRunningIsRefused)
+{
+    Op op(false, 2);
+    op.plan(2, 1);
+    op.start();
+    op.msg_done(0);
+    op.msg_done(1);
+    ASSERT_EQ(op.completions, 1);
+    uint32_t k = MPIDI_PART_st_iter(&op.st);
+    uint32_t stamp = op.st.done[1];
+    EXPECT_EQ(MPIDI_PART_st_msg_done(&op.st, 1), -1);
+    EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 0, k), -1);
+    EXPECT_EQ(op.st.left, 0);
+    EXPECT_EQ(op.st.done[1], stamp);
+    ASSERT_EQ(MPIDI_PART_st_fail(&op.st), 0);  // failed between iterations
+    EXPECT_EQ(op.start(), MPIDI_PART_START_COMPLETE);
+    EXPECT_EQ(MPIDI_PART_st_msg_done(&op.st, 0), -1);  // iteration k+1 never ran
+    EXPECT_EQ(op.st.left, 0);
+    EXPECT_EQ(op.completions, 1);
+}
+
 // The stamps compare as signed differences: the iteration counter may wrap around 2^32.
 TEST(PartState, DoneStampsSurviveTheIterationCounterWrapping)
 {

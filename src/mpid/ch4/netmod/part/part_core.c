@@ -928,6 +928,12 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
+    /* the iteration before the active flag: MPI_Start activates the request only after the
+     * last iteration's requests were released, so a call that sees it active names that
+     * iteration or an earlier one (read after, a call held up across the program's MPI_Wait
+     * and a locked MPI_Start, which begins the iteration before it releases the requests,
+     * could pair the new iteration with the last one's request; found by a review) */
+    uint32_t iter = MPIDI_PART_st_iter(&op->st);
 
     /* MPI 4.1: an inactive request has nothing pending */
     if (!MPIR_Part_request_is_active(request)) {
@@ -937,7 +943,6 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     int state = MPIDI_PART_st_get_state(&op->st);
     if (likely(state == MPIDI_PART_ST_PLANNED)) {
         int m = MPIDI_PART_st_msg_of(&op->st, partition);
-        uint32_t iter = MPIDI_PART_st_iter(&op->st);    /* before the message is looked at */
         if (MPIDI_PART_st_msg_is_done_at(&op->st, m, iter) || op->tp->test_msg(op, m, iter) ||
             timer_arrived(op, partition)) {
             *flag = 1;

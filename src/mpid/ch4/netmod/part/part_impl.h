@@ -215,7 +215,7 @@ typedef struct MPIDI_PART_op {
     int32_t *cntr;              /* sender: per message */
     uint8_t *held;              /* sender: per message */
     uint32_t *done;             /* per message: the iteration it was done in (part_state.h) */
-    void *msgs_mem;             /* the one allocation cntr, held and done lie in */
+    void *msgs_mem;             /* the one allocation done, cntr and held lie in */
 
     union {
         MPIDI_PART_tagop_t tag;

@@ -51,8 +51,8 @@ static void begin_await_ready(MPIDI_PART_st_t * st)
 int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed)
 {
     /* atomic: the hook reads it (a receiver whose sender withdrew, part_tag.c) while a
-     * lock-free start may run */
-    __atomic_store_n(&st->iter, st->iter + 1, __ATOMIC_RELAXED);
+     * lock-free start may run, and so do the counting threads (part_state.h) */
+    __atomic_store_n(&st->iter, st->iter + 1, __ATOMIC_RELEASE);     /* MPIDI_PART_st_iter */
     if (st->is_send && st->ready)
         for (int32_t p = 0; p < st->partitions; p++)
             __atomic_store_n(&st->ready[p], 0, __ATOMIC_RELAXED);

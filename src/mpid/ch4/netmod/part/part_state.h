@@ -181,10 +181,11 @@ int MPIDI_PART_st_hold(MPIDI_PART_st_t * st, int32_t m);
 int MPIDI_PART_st_arm(MPIDI_PART_st_t * st, int32_t * out);
 
 /* The iteration under way (or the last one); lock-free readers take it before they look at
- * a message, and name it when they count one. */
+ * a message, and name it when they count one (acquire: with the start's release store, a
+ * reader that sees iteration k+1 sees what was published before it; on x86 a plain load). */
 static inline uint32_t MPIDI_PART_st_iter(const MPIDI_PART_st_t * st)
 {
-    return __atomic_load_n(&st->iter, __ATOMIC_RELAXED);
+    return __atomic_load_n(&st->iter, __ATOMIC_ACQUIRE);
 }
 
 /* Raise message m's stamp to iter; 0 when it already was iter or later. */
@@ -202,10 +203,12 @@ static inline int MPIDI_PART_st_stamp(MPIDI_PART_st_t * st, int32_t m, uint32_t 
 /* Lock-free. Message m is done (sent and completed, or arrived) in iteration iter, the one
  * the caller read (MPIDI_PART_st_iter) before it looked at the message. Returns 1 when it
  * was the iteration's last, 0 otherwise, -1 when m was already done in iter, or iter is
- * over (m was counted there: an iteration ends only when all are; the caller is late). */
+ * over (m was counted there: an iteration ends only when all are; the caller is late), or
+ * no iteration runs (one that completed at once, failed: a late count of the last one). */
 static inline int MPIDI_PART_st_msg_done_at(MPIDI_PART_st_t * st, int32_t m, uint32_t iter)
 {
-    if (iter != MPIDI_PART_st_iter(st) || !MPIDI_PART_st_stamp(st, m, iter))
+    if (iter != MPIDI_PART_st_iter(st) || !MPIDI_PART_st_is_running(st) ||
+        !MPIDI_PART_st_stamp(st, m, iter))
         return -1;
     if (__atomic_sub_fetch(&st->left, 1, __ATOMIC_ACQ_REL) == 0) {
         __atomic_store_n(&st->running, 0, __ATOMIC_RELEASE);
@@ -214,8 +217,9 @@ static inline int MPIDI_PART_st_msg_done_at(MPIDI_PART_st_t * st, int32_t m, uin
     return 0;
 }
 
-/* MPIDI_PART_st_msg_done_at in the current iteration, for callers that cannot be late (the
- * RDMA transports match each completion to its iteration before they count it). */
+/* MPIDI_PART_st_msg_done_at in the current iteration: the RDMA transports match each
+ * completion to its iteration before they count it (one counted after its iteration ended,
+ * by a failure, finds the next one not running: refused). */
 static inline int MPIDI_PART_st_msg_done(MPIDI_PART_st_t * st, int32_t m)
 {
     return MPIDI_PART_st_msg_done_at(st, m, MPIDI_PART_st_iter(st));
