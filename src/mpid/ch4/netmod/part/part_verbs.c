@@ -174,6 +174,8 @@ typedef struct vrb_conn {
     uint32_t psn;
     int state;                  /* CONN_*: conn_state() / conn_set() */
     char why[128];              /* CONN_BROKEN: the reason (written once, before the state) */
+    int tell;                   /* broken by a failed post in submit(): its operations are
+                                 * failed and the peer told by progress (atomic) */
     vrb_lane_t lane[VRB_MAX_QPS];
 } vrb_conn_t;
 
@@ -250,6 +252,7 @@ static struct {
     int tx_budget;              /* fixed once the device is up */
     int tx_out;                 /* the budget in use (atomic: budget_take/budget_give) */
     int queued;                 /* writes waiting in any lane (atomic) */
+    int tells;                  /* some connection's c->tell is set (atomic) */
     int rx_depth, rx_posted;    /* rx_posted: the draining thread's */
     uint64_t mbox[2];           /* credits land in mbox[0], are written from mbox[1] */
     struct ibv_mr *mbox_mr;
@@ -1031,16 +1034,45 @@ static void conn_flush(vrb_conn_t * c, vrb_pend_t ** failed)
  * held. */
 static void fail_list(vrb_pend_t * p);
 
-static void post_failed(vrb_conn_t * c, const char *what, int rc)
+/* c broke (post_failed): what waits in its lanes fails with it, then its operations, and
+ * the peer is told. */
+static void broken_by_post(vrb_conn_t * c)
+{
+    vrb_pend_t *failed = NULL;
+    conn_flush(c, &failed);
+    fail_list(failed);
+    fail_conn_ops(c, c->why, 1);
+}
+
+/* later: by progress, after the completion-queue drain (tell_pending) */
+static void post_failed_later(vrb_conn_t * c, const char *what, int rc)
 {
     char why[128];
     snprintf(why, sizeof(why), "%s: %s", what, vrb_strerror(rc));
     if (conn_break(c, why)) {
-        vrb_pend_t *failed = NULL;
-        conn_flush(c, &failed); /* what waits in its lanes fails with it */
-        fail_list(failed);
-        fail_conn_ops(c, why, 1);
+        __atomic_store_n(&c->tell, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&vrb.tells, 1, __ATOMIC_RELEASE);
     }
+}
+
+static void post_failed(vrb_conn_t * c, const char *what, int rc)
+{
+    char why[128];
+    snprintf(why, sizeof(why), "%s: %s", what, vrb_strerror(rc));
+    if (conn_break(c, why))
+        broken_by_post(c);
+}
+
+/* Progress, no lock and no drain flag held: the connections submit() broke. */
+static void tell_pending(void)
+{
+    if (!__atomic_load_n(&vrb.tells, __ATOMIC_ACQUIRE) ||
+        !__atomic_exchange_n(&vrb.tells, 0, __ATOMIC_ACQ_REL))
+        return;
+    for (vrb_conn_t * c = conn_first(); c; c = c->next)
+        if (__atomic_load_n(&c->tell, __ATOMIC_ACQUIRE) &&
+            __atomic_exchange_n(&c->tell, 0, __ATOMIC_ACQ_REL))
+            broken_by_post(c);
 }
 
 /* Writes that will not go (no lock held): each fails the iteration of its operation; a
@@ -1074,12 +1106,13 @@ static void fail_list(vrb_pend_t * p)
 static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
 {
     MPIDI_PART_verbsop_t *v = VOP(op);
-    vrb_pend_t one = {.next = NULL,.conn = v->conn,.op = op,.m = m,.iter = iter,.rc = 0 };
+    vrb_conn_t *c = v->conn;    /* lives until finalize; v may not outlive a failure below */
+    vrb_pend_t one = {.next = NULL,.conn = c,.op = op,.m = m,.iter = iter,.rc = 0 };
     char why[128] = "";
     int posted;
 
     __atomic_add_fetch(&v->held, 1, __ATOMIC_RELAXED);
-    int rc = lane_submit(v->conn, MPIDI_PART_rdma_write_lane(op, m), &one, &posted, why,
+    int rc = lane_submit(c, MPIDI_PART_rdma_write_lane(op, m), &one, &posted, why,
                          sizeof(why));
     if (rc == 0) {
         if (posted && m < 0)    /* the credit's context does not name op */
@@ -1089,9 +1122,13 @@ static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
     const char *what = m >= 0 ? "ibv_post_send" : "ibv_post_send(credit)";
     op_error(op, what, why[0] ? why : vrb_strerror(rc));
     MPIDI_PART_rdma_failed(op, m);
-    __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE);
-    if (rc != EPIPE)    /* the connection was not broken: now it is, and the peer hears */
-        post_failed(v->conn, what, rc);
+    __atomic_sub_fetch(&v->held, 1, __ATOMIC_RELEASE); /* last use of v */
+    /* the connection was not broken: now it is, and the peer hears. Not from here: this
+     * may run inside the completion-queue drain (a credit's delivery sends what it armed),
+     * where failing the connection's operations could drop one's last reference, whose
+     * release then waits for its writes on the drain this thread holds (found by a review) */
+    if (rc != EPIPE)
+        post_failed_later(c, what, rc);
     return MPI_SUCCESS;
 }
 
@@ -1122,14 +1159,14 @@ static int verbs_recv_arm(MPIDI_PART_op_t * op)
 static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
 {
     enum { FAIL_IT = 1, TELL_IT = 2 };
+    struct todo {
+        MPIDI_PART_op_t *op;
+        int what;
+    };
     int n = 0, cap = 16;
-    MPIDI_PART_op_t **ops = MPL_malloc(cap * sizeof(*ops), MPL_MEM_OTHER);
-    uint8_t *what = MPL_malloc(cap, MPL_MEM_OTHER);
-    if (ops == NULL || what == NULL) {
-        MPL_free(ops);
-        MPL_free(what);
+    struct todo *ops = MPL_malloc(cap * sizeof(*ops), MPL_MEM_OTHER);
+    if (ops == NULL)
         return;
-    }
     MPIDI_PART_LOCK();
     for (MPIDI_PART_op_t * op = MPIDI_PART_global.all; op; op = op->all_next) {
         if (op->rdma == NULL || op->rdma->tp != &MPIDI_PART_verbs_transport ||
@@ -1145,18 +1182,14 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
         if (w == 0)
             continue;
         if (n == cap) {
-            MPIDI_PART_op_t **more = MPL_realloc(ops, 2 * cap * sizeof(*ops), MPL_MEM_OTHER);
+            struct todo *more = MPL_realloc(ops, 2 * cap * sizeof(*ops), MPL_MEM_OTHER);
             if (more == NULL)
                 break;
             ops = more;
-            uint8_t *more_what = MPL_realloc(what, 2 * cap, MPL_MEM_OTHER);
-            if (more_what == NULL)
-                break;
-            what = more_what;
             cap *= 2;
         }
-        what[n] = (uint8_t) w;
-        ops[n++] = op;
+        ops[n].op = op;
+        ops[n++].what = w;
         op->refs++;     /* its iteration may complete meanwhile (its last writes reaped by
                          * another thread) and the program free it before it is failed
                          * below (found by a review) */
@@ -1166,15 +1199,13 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
     snprintf(msg, sizeof(msg), "%s (verbs device %s of rank %d)", why, vrb.dev,
              MPIR_Process.rank);
     for (int i = 0; i < n; i++) {
-        if (what[i] & FAIL_IT)
-            MPIDI_PART_rdma_failed(ops[i], -1);
-        if (what[i] & TELL_IT)
-            MPIDI_PART_rdma_tell_peer(ops[i], 0, msg, -1);      /* the connection: any
-                                                                 * iteration */
-        MPIDI_PART_op_release(ops[i]);
+        if (ops[i].what & FAIL_IT)
+            MPIDI_PART_rdma_failed(ops[i].op, -1);
+        if (ops[i].what & TELL_IT)      /* the connection: any iteration */
+            MPIDI_PART_rdma_tell_peer(ops[i].op, 0, msg, -1);
+        MPIDI_PART_op_release(ops[i].op);
     }
     MPL_free(ops);
-    MPL_free(what);
 }
 
 /* The peer saw our connection break: so is ours (whatever iteration it was in). What waits
@@ -1189,7 +1220,10 @@ static void verbs_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *w
     if (c == NULL)
         return;
     snprintf(msg, sizeof(msg), "the peer's side failed: %s", why);
-    conn_break(c, msg);
+    /* the FAIL comes through every operation on the connection (fail_conn_ops): the first
+     * breaks this side, and whoever broke it fails its operations */
+    if (!conn_break(c, msg))
+        return;
     conn_flush(c, &failed);
     fail_list(failed);
     fail_conn_ops(c, msg, 0);
@@ -1304,6 +1338,7 @@ int MPIDI_PART_verbs_progress(void)
     fail_list(failed);
     for (int i = 0; i < nbroken; i++)
         fail_conn_ops(broken[i], why[i], 1);
+    tell_pending();
     return mpi_errno;
 }
 
