@@ -33,8 +33,9 @@
  * - no hang: a watchdog thread reports where the main thread stopped after 60 s and calls
  *   MPI_Abort.
  *
- * Arguments: -iters=N (default 10; the traps are iterations 3 and 7) -count=N (ints per
- * partition, default 1024)
+ * Arguments: -iters=N (default 18; the traps are iterations 3, 7, 11 and 15: four, since a
+ * verbs run of 2026-12-01 under the suite's load missed the window in both of the two it had
+ * then) -count=N (ints per partition, default 1024)
  */
 
 #include "mpi.h"
@@ -54,7 +55,7 @@ static int rank, errs = 0;
 #include "part_watchdog.h"
 #include "../../part/part_transport.h"
 
-static int iters = 10, count = 1024;
+static int iters = 18, count = 1024;
 static int *buf;
 static MPI_Request req;
 static int go_k = -1;           /* the iteration the worker may ready (atomic) */
@@ -68,7 +69,7 @@ static int val(int it, int i)
 
 static int trap(int it)
 {
-    return it == 3 || it == 7;
+    return it % 4 == 3;
 }
 
 static MTEST_THREAD_RETURN_TYPE worker(void *arg)
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
 
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     head = MTestArgListCreate(argc, argv);
-    iters = MTestArgListGetInt_with_default(head, "iters", 10);
+    iters = MTestArgListGetInt_with_default(head, "iters", 18);
     count = MTestArgListGetInt_with_default(head, "count", 1024);
     MTestArgListDestroy(head);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
