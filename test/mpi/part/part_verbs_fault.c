@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mpitest.h"
+#include "part_wait_error.h"
 
 #define PARTS 8
 #define COUNT 1024
@@ -56,28 +57,6 @@ static const char *status_text(const char *kind)
     if (strcmp(kind, "post_einval") == 0)
         return "Invalid argument";      /* strerror(EINVAL): ibv_post_send's return */
     return NULL;
-}
-
-static int check_error(const char *who, int rc, const char *want)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0, cls = MPI_SUCCESS;
-    if (rc == MPI_SUCCESS) {
-        fprintf(stderr, "%s: MPI_Wait succeeded; expected an error containing '%s'\n", who,
-                want);
-        return 1;
-    }
-    MPI_Error_class(rc, &cls);
-    MPI_Error_string(rc, msg, &len);
-    if (cls != MPI_ERR_OTHER) {
-        fprintf(stderr, "%s: class %d, expected MPI_ERR_OTHER: %s\n", who, cls, msg);
-        return 1;
-    }
-    if (strstr(msg, want) == NULL) {
-        fprintf(stderr, "%s: the message does not contain '%s': %s\n", who, want, msg);
-        return 1;
-    }
-    return 0;
 }
 
 static unsigned char pattern(int iter, size_t i)
