@@ -100,6 +100,10 @@ run_group verbs-select "$top/maint/verbs-select.sh"
 step "configure options of the RDMA backends (maint/configure-checks.sh, about 50 s)"
 run_group configure-checks "$top/maint/configure-checks.sh"
 
+# ---- 64-bit iteration numbers stay 64 bits (maint/iter-width.sh: -Wconversion) -----------
+step "no implicit narrowing of 64-bit values in the engine (maint/iter-width.sh, about 10 s)"
+run_group iter-width "$top/maint/iter-width.sh"
+
 # ---- MPICH's partitioned test directories -----------------------------------------------
 tsrc=$top/_src/mpich-$BASE_VERSION/test/mpi
 tb=$BUILD_DIR/test-mpi

@@ -18,7 +18,7 @@ struct Op {
     MPIDI_PART_st_t st{};
     std::vector<int32_t> ready, cntr;
     std::vector<uint8_t> held;
-    std::vector<uint32_t> done;
+    std::vector<MPIDI_PART_iter_t> done;
     std::vector<int32_t> out;
     std::mutex lock;  // the engine lock
     std::vector<int> sent;  // the fake transport's log of sent messages
@@ -130,7 +130,7 @@ TEST(PartState, IterationCompletesOnceWhenEveryMessageIsDone)
     op.plan(3, 1);
     for (int it = 1; it <= 3; it++) {
         EXPECT_EQ(op.start(), MPIDI_PART_START_RUN);
-        EXPECT_EQ(op.st.iter, uint32_t(it));
+        EXPECT_EQ(op.st.iter, MPIDI_PART_iter_t(it));
         EXPECT_TRUE(MPIDI_PART_st_is_running(&op.st));
         for (int m : {2, 0})
             op.msg_done(m);
@@ -178,11 +178,11 @@ TEST(PartState, LateCountOfAnEndedIterationIsRefused)
         op.plan(2, 1);  // two messages
         for (int it = 1; it <= 4; it++) {
             ASSERT_EQ(op.start(), MPIDI_PART_START_RUN);
-            uint32_t k = MPIDI_PART_st_iter(&op.st);
+            MPIDI_PART_iter_t k = MPIDI_PART_st_iter(&op.st);
             if (is_send)
                 for (int p = 0; p < 2; p++)
                     op.pready(p);
-            uint32_t late = k;  // the held-up thread read the iteration here
+            MPIDI_PART_iter_t late = k;  // the held-up thread read the iteration here
             op.msg_done(0);
             op.msg_done(1);
             ASSERT_EQ(op.completions, 2 * it - 1);
@@ -220,8 +220,8 @@ TEST(PartState, CountWithNoIterationRunningIsRefused)
     op.msg_done(0);
     op.msg_done(1);
     ASSERT_EQ(op.completions, 1);
-    uint32_t k = MPIDI_PART_st_iter(&op.st);
-    uint32_t stamp = op.st.done[1];
+    MPIDI_PART_iter_t k = MPIDI_PART_st_iter(&op.st);
+    MPIDI_PART_iter_t stamp = op.st.done[1];
     EXPECT_EQ(MPIDI_PART_st_msg_done(&op.st, 1), -1);
     EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 0, k), -1);
     EXPECT_EQ(op.st.left, 0);
@@ -233,25 +233,35 @@ TEST(PartState, CountWithNoIterationRunningIsRefused)
     EXPECT_EQ(op.completions, 1);
 }
 
-// The stamps compare as signed differences: the iteration counter may wrap around 2^32.
-TEST(PartState, DoneStampsSurviveTheIterationCounterWrapping)
+// Iterations are 64 bits (part_state.h): the counter passes 2^32 as any other number, the
+// stamps with it (with 32 bits it would return to 0 and the first iteration's checks would
+// run again; a plain comparison of stamps would call every message done).
+TEST(PartState, IterationsAndStampsPass2To32)
 {
+    static_assert(sizeof(MPIDI_PART_iter_t) == 8, "iterations are 64 bits");
+    static_assert(sizeof(((MPIDI_PART_st_t *) nullptr)->iter) == 8, "st.iter");
     Op op(false, 3);
     op.plan(3, 1);
     op.st.iter = 0xfffffffdu;  // as if after 2^32 - 3 iterations
     for (uint32_t m = 0; m < 3; m++)
         op.done[m] = op.st.iter;
-    for (int it = 1; it <= 6; it++) {  // iter wraps to 0 on the 3rd start
+    for (int it = 1; it <= 6; it++) {  // the 3rd start is iteration 2^32
         ASSERT_EQ(op.start(), MPIDI_PART_START_RUN);
-        uint32_t k = op.st.iter;
+        MPIDI_PART_iter_t k = op.st.iter;
+        EXPECT_EQ(k, 0xfffffffdull + it);
         for (int m = 0; m < 3; m++)
             EXPECT_FALSE(MPIDI_PART_st_msg_is_done(&op.st, m)) << "iteration " << k;
         EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 1, k - 1), -1);  // late
+        if (k > 0xffffffffull) {  // a number cut to 32 bits names no running iteration
+            EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 1, uint32_t(k)), -1);
+        }
         for (int m = 0; m < 3; m++)
             op.msg_done(m);
         EXPECT_EQ(op.completions, it);
-        for (int m = 0; m < 3; m++)
+        for (int m = 0; m < 3; m++) {
             EXPECT_TRUE(MPIDI_PART_st_msg_is_done(&op.st, m));
+            EXPECT_EQ(op.done[m], k);
+        }
     }
 }
 
@@ -266,7 +276,7 @@ TEST(PartState, ReplanStampsNothingDone)
         for (int m = 0; m < 4; m++)
             op.msg_done(m);
     }
-    uint32_t last = op.st.iter;
+    MPIDI_PART_iter_t last = op.st.iter;
     ASSERT_EQ(op.replan(4, 2), 0);  // two messages now, before the next start
     // a late caller of the last iteration, before the next start: refused by the stamp
     EXPECT_EQ(MPIDI_PART_st_msg_done_at(&op.st, 1, last), -1);

@@ -152,8 +152,8 @@ TEST(Wire, TagTransportsSmallMessagesFitTheInlineBudget)
         int kind, ext_len;
         size_t expect;
     } rows[] = {{MPIDI_PART_MSG_RTS, 0, 48},     {MPIDI_PART_MSG_WITHDRAW, 0, 36},
-                {MPIDI_PART_MSG_RELEASE, 0, 28}, {MPIDI_PART_MSG_CTS, 8, 28},
-                {MPIDI_PART_MSG_EARLY, 0, 16},   {MPIDI_PART_MSG_LAYOUT, 0, 40}};
+                {MPIDI_PART_MSG_RELEASE, 0, 28}, {MPIDI_PART_MSG_CTS, 8, 32},
+                {MPIDI_PART_MSG_EARLY, 0, 16},   {MPIDI_PART_MSG_LAYOUT, 0, 44}};
     for (const auto &r : rows) {
         Trip t = RoundTrip(Filled(r.kind, r.ext_len, gen));
         EXPECT_EQ(t.len, r.expect) << "kind " << r.kind;
@@ -201,9 +201,27 @@ TEST(Wire, CarriesWideContextIds)
 
 TEST(Wire, FixedPartIsHeadAndRun)
 {
-    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_PLAN), 60u);
+    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_PLAN), 64u);
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RTS), 48u);
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_EARLY), MPIDI_PART_WIRE_HEAD);
     EXPECT_EQ(MPIDI_PART_wire_fixed(0), 0u);
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RELEASE + 1), 0u);
+}
+
+// Iterations are 64 bits (part_state.h): every kind that names one carries all of them (a
+// CTS cut to 32 bits would name iteration 5 after 2^32 + 5 starts).
+TEST(Wire, IterationsPast2To32Arrive)
+{
+    static_assert(sizeof(((MPIDI_PART_hdr_t *) nullptr)->iter) == 8, "hdr.iter is 64 bits");
+    std::mt19937 gen(17);
+    for (int kind : {MPIDI_PART_MSG_CTS, MPIDI_PART_MSG_PLAN, MPIDI_PART_MSG_LAYOUT,
+                     MPIDI_PART_MSG_FAIL}) {
+        for (uint64_t iter : {1ull, 0xffffffffull, 0x100000005ull, 0xfffffffffffffffeull}) {
+            MPIDI_PART_hdr_t in = Filled(kind, 8, gen);
+            in.iter = iter;
+            Trip t = RoundTrip(in);
+            ASSERT_TRUE(t.ok);
+            EXPECT_EQ(t.out.iter, iter) << "kind " << kind;
+        }
+    }
 }

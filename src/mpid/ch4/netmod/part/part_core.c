@@ -109,7 +109,7 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m)
         iteration_done(op);
 }
 
-void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, uint32_t iter)
+void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
 {
     if (MPIDI_PART_st_msg_done_at(&op->st, m, iter) == 1)
         iteration_done(op);
@@ -165,14 +165,15 @@ int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs)
 
     /* one allocation: the done stamps of either side (aligned at its start), then a
      * sender's counters and its held flags */
-    char *mem = MPL_calloc(1, op->is_send ? n * (2 * sizeof(int32_t) + 1) : n * sizeof(uint32_t),
+    size_t done_bytes = n * sizeof(MPIDI_PART_iter_t);
+    char *mem = MPL_calloc(1, done_bytes + (op->is_send ? n * (sizeof(int32_t) + 1) : 0),
                            MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(mem == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
     op->msgs_mem = mem;
-    op->done = (uint32_t *) mem;
+    op->done = (MPIDI_PART_iter_t *) mem;
     if (op->is_send) {
-        op->cntr = (int32_t *) (mem + n * sizeof(uint32_t));
-        op->held = (uint8_t *) (mem + n * 2 * sizeof(int32_t));
+        op->cntr = (int32_t *) (mem + done_bytes);
+        op->held = (uint8_t *) (mem + done_bytes + n * sizeof(int32_t));
     }
   fn_exit:
     return mpi_errno;
@@ -560,12 +561,12 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
     int send_layout = 0;
     MPIDI_PART_plan_t plan = { 0 };     /* a sender's re-plan (0: keep the first plan) */
 
-    uint32_t replan_iter = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
+    MPIDI_PART_iter_t replan_iter = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
     if (unlikely(op->is_send && replan_iter)) {
         /* the plan of a sender is installed when its first iteration ends: st.iter and
          * st.nmsgs are stable before its next start (section 4c) */
-        uint32_t next = op->st.iter + 1;
-        uint32_t first = replan_iter > 2 + MPIDI_PART_OBS_ITERS ?
+        MPIDI_PART_iter_t next = op->st.iter + 1;
+        MPIDI_PART_iter_t first = replan_iter > 2 + MPIDI_PART_OBS_ITERS ?
             replan_iter - MPIDI_PART_OBS_ITERS : 2;
         if (next >= first && next < replan_iter) {
             /* an observed iteration: its MPI_Pready calls note when messages complete, in
@@ -824,7 +825,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
 #ifdef MPIDI_CH4_PART_RDMA
     /* i < n: the plan is installed and seen (the state's acquire load, or the lock above),
      * so is timer_ns, which the sender sets before installing it (ThreadSanitizer) */
-    uint32_t titer;     /* the iteration, read before the flags are set */
+    MPIDI_PART_iter_t titer;    /* the iteration, read before the flags are set */
     if (i < n && unlikely(op->timer_ns >= 0) && MPIDI_PART_rtimer_active(op, &titer)) {
         /* the timer aggregator decides what goes (part_rdma_timer.c), once for the call's
          * partitions up to the first readied twice */
@@ -933,7 +934,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
      * iteration or an earlier one (read after, a call held up across the program's MPI_Wait
      * and a locked MPI_Start, which begins the iteration before it releases the requests,
      * could pair the new iteration with the last one's request; found by a review) */
-    uint32_t iter = MPIDI_PART_st_iter(&op->st);
+    MPIDI_PART_iter_t iter = MPIDI_PART_st_iter(&op->st);
 
     /* MPI 4.1: an inactive request has nothing pending */
     if (!MPIR_Part_request_is_active(request)) {
@@ -1011,7 +1012,7 @@ void MPIDI_PART_request_free(MPIR_Request * request)
     int withdraw = op->is_send && op->peer != MPI_PROC_NULL &&
         (state == MPIDI_PART_ST_PLANNED || state == MPIDI_PART_ST_UNPLANNED ||
          (state == MPIDI_PART_ST_FAILED && op->refusal_failed));
-    uint32_t iters = state == MPIDI_PART_ST_FAILED ? op->ran_iters : op->st.iter;
+    MPIDI_PART_iter_t iters = state == MPIDI_PART_ST_FAILED ? op->ran_iters : op->st.iter;
     /* a planned receive tells its send, which may go on starting iterations (the
      * program's error): those fail from the next on (RELEASE); on the tag transport the
      * block of tags stays out of the pool until no message can come for it any more, so

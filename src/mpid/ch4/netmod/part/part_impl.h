@@ -78,7 +78,7 @@ typedef struct MPIDI_PART_tagop {
     int32_t order;              /* the block holds 2^order tags */
     MPIR_Request **wreq;        /* the iteration's internal request per message */
     int32_t cursor;             /* messages below it are done (poll from here) */
-    uint32_t cts_iter[2];       /* sender: credits that came ahead of their iteration */
+    MPIDI_PART_iter_t cts_iter[2]; /* sender: credits that came ahead of their iteration */
     int64_t cts_base[2];
     int ncts;
     int nvcis;                  /* VCIs the messages use */
@@ -93,10 +93,10 @@ typedef struct MPIDI_PART_tagop {
     MPIR_Comm **vcomm;          /* per VCI: a view of comm bound to it (part_vci.c); NULL
                                  * with one VCI in the process: messages use comm */
     struct MPIDI_PART_op *lnext;        /* receiver: in the list of lease holders */
-    uint32_t refuse_iter;       /* receiver whose sender withdrew: the iteration whose
+    MPIDI_PART_iter_t refuse_iter; /* receiver whose sender withdrew: the iteration whose
                                  * receives are being cancelled, and the slots below */
     int32_t refuse_upto;        /* refuse_upto taken for it (lock; MPIDI_PART_tag_refuse) */
-    uint32_t armed_iter;        /* receiver: the iteration whose receives are being posted,
+    MPIDI_PART_iter_t armed_iter; /* receiver: the iteration whose receives are being posted,
                                  * stored once the last iteration's requests were released
                                  * (until then the slots hold those) */
     struct MPIDI_PART_op *dnext;        /* freed receiver, tags_kept 1: in the list of kept
@@ -122,9 +122,9 @@ typedef struct MPIDI_PART_op {
                                  * (RELEASE: FREED); every iteration from refused_from on
                                  * fails (MPIDI_PART_refused_error); 0: none (atomic, set
                                  * under the lock after refused_from) */
-    uint32_t refused_from;      /* the first iteration the peer never started */
+    MPIDI_PART_iter_t refused_from; /* the first iteration the peer never started */
     int refusal_failed;         /* the state is FAILED because of the refusal (lock) */
-    uint32_t ran_iters;         /* then: the iterations that ran before the first that
+    MPIDI_PART_iter_t ran_iters; /* then: the iterations that ran before the first that
                                  * failed (a sender's WITHDRAW counts these; a receive that
                                  * failed otherwise keeps its block of tags for good) */
     int tags_kept;              /* receiver freed on the tag transport (lock): 1 while it
@@ -145,7 +145,7 @@ typedef struct MPIDI_PART_op {
     int early_ncts;             /* sender: CTSs that came before the PLAN (the receiver's
                                  * MPI_Start may send one while the PLAN is still on its
                                  * way), replayed once it is installed; handshake only */
-    uint32_t early_cts_iter[2];
+    MPIDI_PART_iter_t early_cts_iter[2];
     uint8_t early_cts_ext[2][8];
     int direct;                 /* receiver: this iteration's one wire receive decrements the
                                  * request's completion counter itself (part_tag.c, "direct
@@ -174,7 +174,7 @@ typedef struct MPIDI_PART_op {
     int observe;                /* receiver: MPIR_CVAR_PART_AGGR_OBSERVE at MPI_Precv_init */
     int model_path;             /* receiver, at match: the path whose LogGP table the
                                  * model reads (enum MPIDI_PART_model_path) */
-    uint32_t replan_iter;       /* both: the first iteration of the plan that replaces the
+    MPIDI_PART_iter_t replan_iter; /* both: the first iteration of the plan that replaces the
                                  * first one after the one before it was observed (section
                                  * 4c); 0: none (atomic: the sender reads it before the lock) */
     int32_t replan_ns;          /* sender: the re-plan's tau from the PLAN (ns) */
@@ -214,7 +214,7 @@ typedef struct MPIDI_PART_op {
     int32_t *ready;             /* sender: per partition (in the op's own allocation) */
     int32_t *cntr;              /* sender: per message */
     uint8_t *held;              /* sender: per message */
-    uint32_t *done;             /* per message: the iteration it was done in (part_state.h) */
+    MPIDI_PART_iter_t *done;    /* per message: the iteration it was done in (part_state.h) */
     void *msgs_mem;             /* the one allocation done, cntr and held lie in */
 
     union {
@@ -248,12 +248,12 @@ typedef struct MPIDI_PART_transport {
     int (*ctl) (MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
     /* lock-free: mark message m done in iteration iter (read before: MPIDI_PART_st_iter)
      * if it finished; 1 if it is done there */
-    int (*test_msg) (MPIDI_PART_op_t * op, int m, uint32_t iter);
+    int (*test_msg) (MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter);
     /* lock held: test op's messages in flight; sets the VCIs that still carry some */
     void (*poll) (MPIDI_PART_op_t * op, uint64_t * vci_mask);
     /* no lock, MPI_Parrived found message m not done: progress what carries it, then
      * *done = test_msg (one call: a false MPI_Parrived is ~20 ns) */
-    int (*progress_msg) (MPIDI_PART_op_t * op, int m, uint32_t iter, int *done);
+    int (*progress_msg) (MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done);
     /* no lock: before a new iteration, release the previous one's resources */
     void (*iter_reset) (MPIDI_PART_op_t * op);
     /* no lock: release everything of op (at free); never called on an active iteration */
@@ -400,7 +400,7 @@ extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
  * PLANNED, so a planned operation reads it with this acquire load. */
 static inline int MPIDI_PART_replan_ahead(MPIDI_PART_op_t * op)
 {
-    uint32_t r = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
+    MPIDI_PART_iter_t r = __atomic_load_n(&op->replan_iter, __ATOMIC_ACQUIRE);
     return r && op->st.iter < r;
 }
 
@@ -416,7 +416,7 @@ void MPIDI_PART_op_free_memory(MPIDI_PART_op_t * op);
 void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
 /* lock-free: done in iteration iter, which the caller read before it looked at m (a late
  * caller, whose iteration is over, is ignored; part_state.h) */
-void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, uint32_t iter);
+void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter);
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* over (also one without messages) */
@@ -436,10 +436,10 @@ int MPIDI_PART_replan_locked(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * pla
 int MPIDI_PART_send_layout(MPIDI_PART_op_t * op);
 /* Sender, no lock: tell the receiver that this send sends nothing more after iters
  * iterations (WITHDRAW, status FREED or ERROR; engine README section 5) */
-int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, uint32_t iters);
+int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, MPIDI_PART_iter_t iters);
 /* Receiver, no lock: tell the sender that this planned receive was freed after iters
  * iterations (RELEASE; engine README section 5) */
-int MPIDI_PART_send_release(MPIDI_PART_op_t * op, uint32_t iters);
+int MPIDI_PART_send_release(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iters);
 /* Lock held, a receiver whose sender withdrew or a sender whose receive was freed,
  * failing: sets op->error (made only now: a
  * correct program's WITHDRAW makes no error code) unless it has one; returns it */
@@ -447,7 +447,7 @@ int MPIDI_PART_refused_error(MPIDI_PART_op_t * op);
 /* Lock held: op fails for that refusal from now on, ran iterations behind it (its error,
  * op->refusal_failed, op->ran_iters); returns MPIDI_PART_st_fail's (an iteration was under
  * way: the caller completes it) */
-int MPIDI_PART_fail_refused_locked(MPIDI_PART_op_t * op, uint32_t ran);
+int MPIDI_PART_fail_refused_locked(MPIDI_PART_op_t * op, MPIDI_PART_iter_t ran);
 
 /* Monotonic clock in ns (the observed iteration's MPI_Pready times, the timer's deadlines). */
 static inline int64_t MPIDI_PART_now_ns(void)

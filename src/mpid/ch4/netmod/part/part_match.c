@@ -661,7 +661,7 @@ static int handle_layout(const MPIDI_PART_hdr_t * hdr)
 
 /* ---- a send that sends nothing (README section 5) -------------------------------------- */
 
-int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, uint32_t iters)
+int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, MPIDI_PART_iter_t iters)
 {
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
@@ -677,7 +677,7 @@ int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, uint32_t iters)
     return MPIDI_PART_send_hdr(op, &hdr);
 }
 
-int MPIDI_PART_send_release(MPIDI_PART_op_t * op, uint32_t iters)
+int MPIDI_PART_send_release(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iters)
 {
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
@@ -696,7 +696,7 @@ int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
     int err;
     if (op->error != MPI_SUCCESS)
         return op->error;
-    uint32_t iters = op->refused_from - 1;
+    MPIDI_PART_iter_t iters = op->refused_from - 1;
     if (op->is_send)
         err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                    MPI_ERR_REQUEST, "**partrecvfreed",
@@ -720,7 +720,7 @@ int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
     return err;
 }
 
-int MPIDI_PART_fail_refused_locked(MPIDI_PART_op_t * op, uint32_t ran)
+int MPIDI_PART_fail_refused_locked(MPIDI_PART_op_t * op, MPIDI_PART_iter_t ran)
 {
     MPIDI_PART_refused_error(op);
     op->refusal_failed = 1;
@@ -741,7 +741,7 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_op_t *op = NULL;
     int complete = 0, doom = 0, tag_end = 0, found = 0;
 
-    if (hdr->bytes < 0 || hdr->bytes >= UINT32_MAX || hdr->status == MPIDI_PART_STATUS_OK)
+    if (hdr->bytes < 0 || hdr->bytes == INT64_MAX || hdr->status == MPIDI_PART_STATUS_OK)
         return;
     MPIDI_PART_LOCK();
     /* the matched receive (one bucket: a program's frees cost no scan of every operation),
@@ -766,7 +766,7 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
          * ran more iterations, and nothing will ever receive it: the block stays out of the
          * pool (section 5) */
         found = 1;
-        if ((uint32_t) hdr->bytes <= op->st.iter) {
+        if ((MPIDI_PART_iter_t) hdr->bytes <= op->st.iter) {
             op->tags_kept = 0;
             unhold = op;
         } else {
@@ -777,12 +777,12 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
     int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
     if (op && !op->freed && !op->refused &&
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
-        uint32_t from = (uint32_t) hdr->bytes + 1;
+        MPIDI_PART_iter_t from = (MPIDI_PART_iter_t) hdr->bytes + 1;
         found = 1;
         op->refused_from = from;
         __atomic_store_n(&op->refused, hdr->status == MPIDI_PART_STATUS_FREED ?
                          MPIDI_PART_STATUS_FREED : MPIDI_PART_STATUS_ERROR, __ATOMIC_SEQ_CST);
-        uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
+        MPIDI_PART_iter_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
         if (state == MPIDI_PART_ST_UNPLANNED) {
             /* its plan is being made (MPIDI_PART_match_posted sees the refusal), or a
              * re-plan's LAYOUT is awaited: a start that waits for either, of an iteration
@@ -887,15 +887,15 @@ static void handle_release(const MPIDI_PART_hdr_t * hdr)
 {
     int doom = 0, complete = 0;
 
-    if (hdr->bytes < 0 || hdr->bytes >= UINT32_MAX)
+    if (hdr->bytes < 0 || hdr->bytes == INT64_MAX)
         return;
     MPIDI_PART_LOCK();
     MPIDI_PART_op_t *op = named_op(hdr);
     int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
     if (op && op->peer == hdr->src_rank && !op->freed && !op->refused && op->refs > 0 &&
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
-        uint32_t from = (uint32_t) hdr->bytes + 1;
-        uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
+        MPIDI_PART_iter_t from = (MPIDI_PART_iter_t) hdr->bytes + 1;
+        MPIDI_PART_iter_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
         op->refused_from = from;
         __atomic_store_n(&op->refused, MPIDI_PART_STATUS_FREED, __ATOMIC_SEQ_CST);
         if (state == MPIDI_PART_ST_UNPLANNED)

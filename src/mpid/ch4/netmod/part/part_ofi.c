@@ -179,7 +179,8 @@ typedef struct {
     int32_t m;                  /* the write (part_rdma.h: a message, or a timer run) */
     /* a credit: the receiver that gave it (its slot and pair, MPIDI_PART_rdma_hold: the
      * operation may be gone when the completion is read) and the iteration it started */
-    uint32_t slot, iter;
+    uint32_t slot;
+    MPIDI_PART_iter_t iter;
     uint64_t pair;
     int peer;
 } ofi_wctx_t;
@@ -250,7 +251,7 @@ typedef struct ofi_pend {
     struct ofi_pend *next;
     MPIDI_PART_op_t *op;        /* a data write's operation; NULL: a credit */
     int32_t m;                  /* the write; -1: a credit for iteration iter */
-    uint32_t iter;
+    MPIDI_PART_iter_t iter;
     int tell;                   /* failed: this thread recorded op's error (op_error) */
     ssize_t rc;                 /* failed: the provider's answer */
     /* a credit carries what it needs, taken from its receiver when it was made (credit_make):
@@ -694,7 +695,7 @@ static fi_addr_t peer_addr(const uint8_t * addr, size_t len)
 /* ---- operation state ------------------------------------------------------------------- */
 
 static void ofi_release(MPIDI_PART_op_t * op);
-static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+static void ofi_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
                             int64_t posted);
 
 /* New transport state for op, with a slot (no lock held). */
@@ -859,7 +860,7 @@ static void count_final(MPIDI_PART_op_t * op)
 /* op's iteration iter failed here (op_error recorded it in this thread; no lock held): tell
  * the peer, whose side would otherwise wait for writes or a credit that never come. Before
  * the failure ends op's iteration (the program may free op once it has). */
-static void tell_why(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
+static void tell_why(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why)
 {
     /* a sender's count lets the receiver wait for the writes still in flight */
     uint64_t inflight = 0;
@@ -874,7 +875,7 @@ static void tell_why(MPIDI_PART_op_t * op, uint32_t iter, const char *why)
     }
 }
 
-static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
+static void tell_failure(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
 {
     tell_why(op, iter, OFIOP(op)->why);
 }
@@ -884,7 +885,7 @@ static void tell_failure(MPIDI_PART_op_t * op, uint32_t iter)
  * running one now, with the peer's text, later ones at their MPI_Start: the peer writes and
  * credits nothing more). A sender still completing iteration iter - 1 (its writes all
  * landed: the receiver has started iter) keeps that one's success. */
-static void ofi_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+static void ofi_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
                             int64_t posted)
 {
     int err = ofi_error_code(op, "the peer's side", why);
@@ -958,7 +959,7 @@ static void credit_failed(const ofi_wctx_t * c, const char *what, const char *de
 
 /* The testing aid MPIR_CVAR_PART_OFI_DEBUG_FAULT: whether mode refuses iteration iter's
  * writes. */
-static inline int debug_fault(int mode, uint32_t iter)
+static inline int debug_fault(int mode, MPIDI_PART_iter_t iter)
 {
     return MPIR_CVAR_PART_OFI_DEBUG_FAULT == mode &&
         (int64_t) iter >= (int64_t) MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER;
@@ -1011,7 +1012,7 @@ static ssize_t post_data(ofi_ep_t * e, MPIDI_PART_op_t * op, int w)
  * waits in a full endpoint's queue may outlive its operation (the sender's WITHDRAW or
  * FAIL ends the iteration, the program frees the request; it used to be posted from the
  * freed operation's memory). Its context lives until its completion is read. */
-static ssize_t credit_make(MPIDI_PART_op_t * op, uint32_t iter, ofi_pend_t * p)
+static ssize_t credit_make(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, ofi_pend_t * p)
 {
     MPIDI_PART_ofiop_t *o = OFIOP(op);
     ofi_wctx_t *c = MPL_calloc(1, sizeof(*c), MPL_MEM_OTHER);
@@ -1050,7 +1051,7 @@ static ssize_t post(ofi_ep_t * e, ofi_pend_t * p)
 
 /* Post or queue one write (no lock held). A queue that is full defers; an error fails
  * the operation's iteration (its request completes with the error). */
-static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
+static int submit(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
 {
     ofi_pend_t one = {.next = NULL,.op = op,.m = m,.iter = iter };
     ofi_ep_t *e = &ofi.eps[MPIDI_PART_rdma_write_lane(op, m)];
@@ -1491,7 +1492,7 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
  * that did not bring it, also endpoint 0 (credits that release other operations' writes),
  * VCI 0 (the handshake's active messages arrive there) and the engine's handshake work,
  * so that a thread that only polls MPI_Parrived still moves every other operation. */
-static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int *done)
+static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done)
 {
     int v = MPIDI_PART_rdma_lane(op->rdma, m);
     int mpi_errno = ep_progress(&ofi.eps[v]);

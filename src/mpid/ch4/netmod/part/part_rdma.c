@@ -311,7 +311,7 @@ void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
     rdma.slots[r->slot] = NULL;
     /* a receiver's credit_base is its sender's: the slot's own moves on from its own */
     if (op->is_send)
-        rdma.base[r->slot] = r->credit_base + r->credited + MPIDI_PART_IMM_MSGS / 2;
+        rdma.base[r->slot] = r->credit_base + (uint32_t) r->credited + MPIDI_PART_IMM_MSGS / 2;
     else
         rdma.base[r->slot] += MPIDI_PART_IMM_MSGS / 2;
     rdma.freeq[(rdma.fq_head + rdma.fq_count) % MPIDI_PART_IMM_SLOTS] = r->slot;
@@ -605,7 +605,7 @@ static void pair_hdr(MPIDI_PART_op_t * op, int kind, MPIDI_PART_hdr_t * hdr)
     hdr->rop = MPIDI_PART_rdma_pair_id(op);
 }
 
-int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
                               int64_t posted)
 {
     MPIDI_PART_hdr_t hdr;
@@ -631,7 +631,8 @@ void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr)
     if (hdr->bytes < 0)
         return;
     uint64_t final = (uint64_t) hdr->bytes;
-    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(hdr->sop, hdr->rop);
+    /* a FAIL's and a COUNT's sop is the peer's slot */
+    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold((uint32_t) hdr->sop, hdr->rop);
     if (op == NULL)
         return;
     MPIDI_PART_LOCK();
@@ -669,7 +670,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
         return;
     memcpy(why, hdr->ext, hdr->ext_len);
     why[hdr->ext_len - 1] = 0;
-    op = MPIDI_PART_rdma_hold(hdr->sop, hdr->rop);
+    op = MPIDI_PART_rdma_hold((uint32_t) hdr->sop, hdr->rop);
     if (op == NULL)
         return;
     if (op->peer == hdr->src_rank && op->rdma->peer_failed)
@@ -677,12 +678,12 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_op_release(op);
 }
 
-int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, uint32_t iter, int err)
+int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, int err)
 {
     MPIDI_PART_rdmaop_t *r = op->rdma;
     if (iter == 0)
         return 0;
-    if (r->fail_from == 0 || (int32_t) (iter - r->fail_from) < 0) {
+    if (r->fail_from == 0 || iter < r->fail_from) {
         r->fail_from = iter;
         r->fail_err = err;
     }
@@ -722,7 +723,7 @@ int MPIDI_PART_rdma_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
     return MPI_SUCCESS;         /* credits travel as writes, never as a CTS */
 }
 
-int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter)
+int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
 {
     return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
 }

@@ -21,11 +21,11 @@ typedef struct MPIDI_PART_rdmaop {
     void (*release) (MPIDI_PART_op_t * op);     /* the backend's part (no lock) */
     /* the peer says its side failed in its iteration iter, having posted `posted` data
      * writes over the pair's life (-1: not said) (no lock; NULL: ignore) */
-    void (*peer_failed) (MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+    void (*peer_failed) (MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
                          int64_t posted);
     uint32_t slot;              /* ours: the peer's immediates name it */
     uint32_t peer_slot;
-    uint32_t credited;          /* sender: iterations the receiver has started (engine lock) */
+    MPIDI_PART_iter_t credited; /* sender: iterations the receiver has started (engine lock) */
     uint32_t credit_base;       /* sender: its slot's offset for the iteration a credit names
                                  * (MPIDI_PART_rdma_credit_low); receiver: its sender's, from
                                  * the RTS */
@@ -34,7 +34,7 @@ typedef struct MPIDI_PART_rdmaop {
     uint8_t *msg_lane;          /* lane of each message (NULL: all on lane 0) */
     struct MPIDI_PART_rtimer *timer;    /* the timer aggregator's state, or NULL */
     int busy;                   /* counted in the busy operations (atomic) */
-    uint32_t fail_from;         /* the peer failed in this iteration, so does every one
+    MPIDI_PART_iter_t fail_from; /* the peer failed in this iteration, so does every one
                                  * from it on (0: it did not; engine lock) */
     int fail_err;               /* what those iterations complete with (engine lock) */
     uint64_t landed;            /* receiver: data writes arrived over the pair's life
@@ -54,9 +54,10 @@ typedef struct MPIDI_PART_rdmaop {
  * each time the slot is given out again, so a credit of an earlier operation that held the
  * sender's slot, arriving late, does not name the next iteration of the new one (it armed
  * the new operation's first iteration before its receiver had started). */
-static inline uint32_t MPIDI_PART_rdma_credit_low(const MPIDI_PART_rdmaop_t * r, uint32_t iter)
+static inline uint32_t MPIDI_PART_rdma_credit_low(const MPIDI_PART_rdmaop_t * r,
+                                                  MPIDI_PART_iter_t iter)
 {
-    return (r->credit_base + iter) & (MPIDI_PART_IMM_MSGS - 1);
+    return (r->credit_base + (uint32_t) iter) & (MPIDI_PART_IMM_MSGS - 1);
 }
 
 typedef struct MPIDI_PART_rtimer MPIDI_PART_rtimer_t;
@@ -84,7 +85,7 @@ void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m);
 /* No lock: tell op's peer that op's side failed in iteration iter (a FAIL message, which
  * travels on the handshake's active messages, not on the failed connection); a sender says
  * how many data writes it posted over the pair's life (none follows: -1 when unknown). */
-int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
                               int64_t posted);
 /* Engine lock held, receiver whose running iteration the sender's failure doomed: the
  * sender had posted `posted` writes; returns 1 when some have not landed yet (or a drain
@@ -115,13 +116,13 @@ MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair);
  * (its error is set; the caller ends it, without the lock: MPIDI_PART_rdma_failed(op, -1));
  * later ones fail at their MPI_Start or, started before the plan, when it is installed
  * (MPIDI_PART_rdma_doomed). */
-int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, uint32_t iter, int err);
+int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, int err);
 /* Engine lock held: whether op's iteration iter is one the peer's failure dooms (then
  * op's error is set). */
-static inline int MPIDI_PART_rdma_doomed(MPIDI_PART_op_t * op, uint32_t iter)
+static inline int MPIDI_PART_rdma_doomed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
 {
     MPIDI_PART_rdmaop_t *r = op->rdma;
-    if (r == NULL || r->fail_from == 0 || (int32_t) (iter - r->fail_from) < 0)
+    if (r == NULL || r->fail_from == 0 || iter < r->fail_from)
         return 0;
     MPIDI_PART_rdma_error(op, r->fail_err);
     return 1;
@@ -176,12 +177,12 @@ void MPIDI_PART_rtimer_free(MPIDI_PART_op_t * op);
 void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed);
 /* Whether the running iteration of sender op goes through the timer; if so and iter is
  * not NULL, *iter names that iteration for MPIDI_PART_rtimer_ready. */
-int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op, uint32_t * iter);
+int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op, MPIDI_PART_iter_t * iter);
 /* Sender: the n partitions of one MPI_Pready* call were readied (their flags are set):
  * list[0..n), or lo..lo+n-1 when list is NULL; iter: what MPIDI_PART_rtimer_active gave
  * before the flags were set (nothing is decided once that iteration is over). Sends what
  * the timer says, under one lock and at most one clock read for the call. */
-int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, uint32_t iter, int n, int lo,
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, int n, int lo,
                             const int *list);
 /* Sender: this iteration's credit came: the partitions readied before it count now. */
 int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op);
@@ -196,7 +197,7 @@ int MPIDI_PART_rtimer_progress(void);
 /* Transport functions that are the same on every backend. */
 int MPIDI_PART_rdma_always_armed(MPIDI_PART_op_t * op);
 int MPIDI_PART_rdma_ctl(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr);
-int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter);
+int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter);
 void MPIDI_PART_rdma_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask);
 void MPIDI_PART_rdma_iter_reset(MPIDI_PART_op_t * op);
 

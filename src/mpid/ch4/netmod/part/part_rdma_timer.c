@@ -51,7 +51,7 @@ struct MPIDI_PART_rtimer {
     int32_t sparts;             /* the sender's partitions */
     int32_t nready;             /* sender: partitions readied in this iteration (lock) */
     int32_t incomplete;         /* sender: groups not whole in this iteration (lock) */
-    uint32_t iter;              /* sender: MPI_Starts seen (lock) */
+    MPIDI_PART_iter_t iter;     /* sender: MPI_Starts seen (lock) */
     double base_us, cap_us;     /* sender: the PLAN's deadline and the adaptive one's cap */
     double *spreads;            /* sender: scratch for MPIDI_PART_timer_adapt, or NULL
                                  * (fixed deadline) */
@@ -348,7 +348,7 @@ void MPIDI_PART_rtimer_start(MPIDI_PART_op_t * op, int armed)
     MPIDI_PART_MUTEX_UNLOCK(&t->lock);
 }
 
-int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op, uint32_t * iter)
+int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op, MPIDI_PART_iter_t * iter)
 {
     MPIDI_PART_rtimer_t *t = op->rdma ? op->rdma->timer : NULL;
     if (!t || !op->is_send || !__atomic_load_n(&t->active, __ATOMIC_ACQUIRE))
@@ -365,7 +365,7 @@ int MPIDI_PART_rtimer_active(MPIDI_PART_op_t * op, uint32_t * iter)
 #define CALL_WRITES 128
 #define CALL_CLOSED 8
 
-int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, uint32_t iter, int n, int lo,
+int MPIDI_PART_rtimer_ready(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, int n, int lo,
                             const int *list)
 {
     MPIDI_PART_rtimer_t *t = op->rdma->timer;
@@ -459,7 +459,7 @@ int MPIDI_PART_rtimer_arm(MPIDI_PART_op_t * op)
     MPIDI_PART_run_t runs[MPIDI_PART_TG_MAX_RUNS(MPIDI_PART_IMM_TIMER_RUN)];
     int32_t w[MPIDI_PART_IMM_TIMER_RUN];
     int mpi_errno = MPI_SUCCESS, n;
-    uint32_t iter;
+    MPIDI_PART_iter_t iter;
 
     MPIDI_PART_MUTEX_LOCK(&t->lock);
     __atomic_store_n(&t->armed, 1, __ATOMIC_RELAXED);

@@ -77,7 +77,8 @@ int MPIDI_PART_st_start(MPIDI_PART_st_t * st, int always_armed)
 }
 
 int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int32_t * cntr,
-                       uint8_t * held, uint32_t * done, int always_armed, int32_t * complete_out)
+                       uint8_t * held, MPIDI_PART_iter_t * done, int always_armed,
+                       int32_t * complete_out)
 {
     int n = 0;
 
@@ -101,7 +102,7 @@ int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int
     st->done = done;
     /* stamped done in the last iteration that ended (a late caller of it is refused), not
      * in the one under way (started before this plan) nor in a later one */
-    uint32_t stamp = st->started_unplanned ? st->iter - 1 : st->iter;
+    MPIDI_PART_iter_t stamp = st->started_unplanned ? st->iter - 1 : st->iter;
     for (int32_t m = 0; m < st->nmsgs; m++)
         __atomic_store_n(&st->done[m], stamp, __ATOMIC_RELAXED);
     if (st->started_unplanned) {

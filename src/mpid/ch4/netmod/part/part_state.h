@@ -35,8 +35,12 @@
  * A message's done flag holds the iteration it was last done in (not a bit cleared at each
  * start): a thread that saw a message finish in iteration k and counts it late, after
  * another thread counted it, the iteration completed and the program started k+1, names k
- * and is refused (MPIDI_PART_st_msg_done_at). Stamps are compared as signed differences, so
- * the iteration counter may wrap.
+ * and is refused (MPIDI_PART_st_msg_done_at).
+ *
+ * Iteration numbers are 64 bits (MPIDI_PART_iter_t) wherever the engine keeps or sends one:
+ * a persistent request started every nanosecond needs 584 years to wrap one, so every
+ * comparison of iterations (first iteration, credits, refusals, re-plans) may be a plain
+ * one. 32 bits would wrap after 2^32 starts, 72 minutes at a microsecond each.
  */
 #ifndef PART_STATE_H_INCLUDED
 #define PART_STATE_H_INCLUDED
@@ -47,6 +51,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef uint64_t MPIDI_PART_iter_t;     /* an iteration: 1 for the first start, 0 for none */
 
 enum MPIDI_PART_st_state {
     MPIDI_PART_ST_UNPLANNED = 0,
@@ -76,7 +82,7 @@ typedef struct MPIDI_PART_st {
     MPIDI_PART_plan_t plan;
     int32_t nmsgs;              /* plan.nmsgs once PLANNED, else 0 */
     int32_t ppm;                /* local partitions per full wire message */
-    uint32_t iter;              /* iterations started (lock held) */
+    MPIDI_PART_iter_t iter;     /* iterations started (lock held) */
     int32_t started_unplanned;  /* the current iteration was started before the plan */
     int32_t running;            /* an iteration is under way and not all its messages done */
     int32_t armed;              /* sender: may send in this iteration (atomic) */
@@ -84,7 +90,7 @@ typedef struct MPIDI_PART_st {
     int32_t *cntr;              /* sender: per message, partitions still unready (atomic) */
     uint8_t *held;              /* sender: complete while not armed (lock held) */
     int32_t nheld;
-    uint32_t *done;             /* per message: the iteration it was last done in (atomic) */
+    MPIDI_PART_iter_t *done;    /* per message: the iteration it was last done in (atomic) */
     int32_t left;               /* messages of this iteration not yet done (atomic); EMPTY
                                  * sender awaiting readies: partitions not yet readied */
     int32_t await_ready;        /* EMPTY sender whose iterations end with the last ready */
@@ -121,7 +127,8 @@ void MPIDI_PART_st_no_peer(MPIDI_PART_st_t * st);
  * (EMPTY) a started sender with partitions stays running until its last partition is
  * readied: the iteration is over when MPIDI_PART_st_is_running is false. */
 int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int32_t * cntr,
-                       uint8_t * held, uint32_t * done, int always_armed, int32_t * complete_out);
+                       uint8_t * held, MPIDI_PART_iter_t * done, int always_armed,
+                       int32_t * complete_out);
 
 /* Lock held. PLANNED with no iteration running -> UNPLANNED, to replace the plan (the tag
  * transport's re-plan after an observed iteration, part_match.c): MPIDI_PART_st_plan then
@@ -183,17 +190,17 @@ int MPIDI_PART_st_arm(MPIDI_PART_st_t * st, int32_t * out);
 /* The iteration under way (or the last one); lock-free readers take it before they look at
  * a message, and name it when they count one (acquire: with the start's release store, a
  * reader that sees iteration k+1 sees what was published before it; on x86 a plain load). */
-static inline uint32_t MPIDI_PART_st_iter(const MPIDI_PART_st_t * st)
+static inline MPIDI_PART_iter_t MPIDI_PART_st_iter(const MPIDI_PART_st_t * st)
 {
     return __atomic_load_n(&st->iter, __ATOMIC_ACQUIRE);
 }
 
 /* Raise message m's stamp to iter; 0 when it already was iter or later. */
-static inline int MPIDI_PART_st_stamp(MPIDI_PART_st_t * st, int32_t m, uint32_t iter)
+static inline int MPIDI_PART_st_stamp(MPIDI_PART_st_t * st, int32_t m, MPIDI_PART_iter_t iter)
 {
-    uint32_t v = __atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE);
+    MPIDI_PART_iter_t v = __atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE);
     do {
-        if ((int32_t) (v - iter) >= 0)
+        if (v >= iter)
             return 0;
     } while (!__atomic_compare_exchange_n(&st->done[m], &v, iter, 1, __ATOMIC_ACQ_REL,
                                           __ATOMIC_ACQUIRE));
@@ -205,7 +212,7 @@ static inline int MPIDI_PART_st_stamp(MPIDI_PART_st_t * st, int32_t m, uint32_t 
  * was the iteration's last, 0 otherwise, -1 when m was already done in iter, or iter is
  * over (m was counted there: an iteration ends only when all are; the caller is late), or
  * no iteration runs (one that completed at once, failed: a late count of the last one). */
-static inline int MPIDI_PART_st_msg_done_at(MPIDI_PART_st_t * st, int32_t m, uint32_t iter)
+static inline int MPIDI_PART_st_msg_done_at(MPIDI_PART_st_t * st, int32_t m, MPIDI_PART_iter_t iter)
 {
     if (iter != MPIDI_PART_st_iter(st) || !MPIDI_PART_st_is_running(st) ||
         !MPIDI_PART_st_stamp(st, m, iter))
@@ -228,7 +235,7 @@ static inline int MPIDI_PART_st_msg_done(MPIDI_PART_st_t * st, int32_t m)
 /* Lock-free. Message m has arrived in iteration iter, but its completion is counted outside
  * the state machine (direct completion, part_tag.c): record it for MPI_Parrived's check
  * only; the iteration stays running until MPIDI_PART_st_direct_end. */
-static inline void MPIDI_PART_st_msg_seen(MPIDI_PART_st_t * st, int32_t m, uint32_t iter)
+static inline void MPIDI_PART_st_msg_seen(MPIDI_PART_st_t * st, int32_t m, MPIDI_PART_iter_t iter)
 {
     MPIDI_PART_st_stamp(st, m, iter);
 }
@@ -250,9 +257,9 @@ static inline int MPIDI_PART_st_direct_end(MPIDI_PART_st_t * st)
 /* Lock-free. Whether message m is done in iteration iter (or a later one: a late caller's
  * iteration is over, and all its messages with it). */
 static inline int MPIDI_PART_st_msg_is_done_at(const MPIDI_PART_st_t * st, int32_t m,
-                                               uint32_t iter)
+                                               MPIDI_PART_iter_t iter)
 {
-    return (int32_t) (__atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE) - iter) >= 0;
+    return __atomic_load_n(&st->done[m], __ATOMIC_ACQUIRE) >= iter;
 }
 
 /* Lock-free. Whether message m is done in the current iteration. */

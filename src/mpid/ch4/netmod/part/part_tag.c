@@ -304,8 +304,18 @@ static inline int wire_irecv(void *buf, MPI_Aint count, MPI_Datatype dt, int ran
  * held up after it saw the request complete, while another counted the message, the
  * iteration ended and the program started the next (the steady start frees the request),
  * names the iteration that is over and is not counted again (found by a review; threads/
- * part/part_race_tag_count). held: MPI_Parrived's call, held up by the testing aid. */
-static int test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int held)
+ * part/part_race_tag_count). parrived: MPI_Parrived's call, which the testing aid holds up
+ * between seeing the request complete and counting the message (the aid's CVAR is read
+ * only there, not on a false MPI_Parrived). */
+static inline int count_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int parrived)
+{
+    if (unlikely(parrived) && MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US > 0)
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US);
+    MPIDI_PART_msg_done_at(op, m, iter);
+    return 1;
+}
+
+static int test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int parrived)
 {
     /* the slot first: direct_arm stores op->direct before it publishes the request (with
      * release), so a request seen here comes with the direct flag it was armed with. Read
@@ -324,12 +334,8 @@ static int test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int held)
         return 1;
     }
     if (op->u.tag.pfirst == NULL) {
-        if (r && MPIR_Request_is_complete(r)) {
-            if (unlikely(held))
-                MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US);
-            MPIDI_PART_msg_done_at(op, m, iter);
-            return 1;
-        }
+        if (r && MPIR_Request_is_complete(r))
+            return count_msg(op, m, iter, parrived);
         return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     }
     /* split: done when all its pieces are */
@@ -339,21 +345,18 @@ static int test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int held)
         if (!r || !MPIR_Request_is_complete(r))
             return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     }
-    if (unlikely(held))
-        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US);
-    MPIDI_PART_msg_done_at(op, m, iter);
-    return 1;
+    return count_msg(op, m, iter, parrived);
 }
 
-static int tag_test_msg(MPIDI_PART_op_t * op, int m, uint32_t iter)
+static int tag_test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
 {
     return test_msg(op, m, iter, 0);
 }
 
 /* MPI_Parrived's test (the transport's test_msg), held up by the testing aid. */
-static int tag_test_msg_parrived(MPIDI_PART_op_t * op, int m, uint32_t iter)
+static int tag_test_msg_parrived(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
 {
-    return test_msg(op, m, iter, MPIR_CVAR_PART_DEBUG_TAG_COUNT_DELAY_US > 0);
+    return test_msg(op, m, iter, 1);
 }
 
 /* Direct completion. A receiver in its steady state whose iteration is one wire message
@@ -438,7 +441,7 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
     MPIR_Request *r = NULL;
     MPIDI_PART_tagop_t *t = &op->u.tag;
     /* m's iteration: it cannot end before m is sent (by this call) */
-    uint32_t iter = MPIDI_PART_st_iter(&op->st);
+    MPIDI_PART_iter_t iter = MPIDI_PART_st_iter(&op->st);
 
     int32_t np, s = msg_slot(t, m, &np);
     MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
@@ -464,7 +467,7 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
 
 /* Receiver: post iteration iter's receives under t->base (it cannot end before they are
  * posted). */
-static int post_recvs(MPIDI_PART_op_t * op, uint32_t iter)
+static int post_recvs(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_tagop_t *t = &op->u.tag;
@@ -503,7 +506,7 @@ static int post_recvs(MPIDI_PART_op_t * op, uint32_t iter)
     goto fn_exit;
 }
 
-static int send_cts(MPIDI_PART_op_t * op, uint32_t iter, int64_t base)
+static int send_cts(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, int64_t base)
 {
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
@@ -518,7 +521,7 @@ static int send_cts(MPIDI_PART_op_t * op, uint32_t iter, int64_t base)
 
 /* A receiver with leases per iteration: a lease for iteration iter (or a place in the queue
  * of those waiting for one), its receives and its CTS. */
-static int lease_arm(MPIDI_PART_op_t * op, uint32_t iter)
+static int lease_arm(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_tagop_t *t = &op->u.tag;
@@ -565,7 +568,7 @@ static int lease_arm(MPIDI_PART_op_t * op, uint32_t iter)
 static int tag_recv_arm(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
-    uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
+    MPIDI_PART_iter_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
 
     /* the slots (and a lease's base) are this iteration's from here on: the last
      * iteration's were released before (MPIDI_PART_tag_refuse reads none before this) */
@@ -603,13 +606,13 @@ void MPIDI_PART_tag_refuse(MPIDI_PART_op_t * op)
     MPIDI_PART_tagop_t *t = &op->u.tag;
     MPIR_Request *reqs[64];
     int n, end = 0;
-    uint32_t end_iter = 0;
+    MPIDI_PART_iter_t end_iter = 0;
 
     __atomic_thread_fence(__ATOMIC_SEQ_CST);    /* the refusal, then the slots */
     do {
         n = 0;
         MPIDI_PART_LOCK();
-        uint32_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
+        MPIDI_PART_iter_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
         if (op->tp == &MPIDI_PART_tag_transport && op->refused && iter >= op->refused_from &&
             MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED &&
             MPIDI_PART_st_is_running(&op->st) &&
@@ -936,7 +939,7 @@ int MPIDI_PART_tag_handshake(void)
 
     while (1) {
         MPIDI_PART_op_t *op = NULL, *prev = NULL;
-        uint32_t iter = 0;
+        MPIDI_PART_iter_t iter = 0;
         MPIDI_PART_LOCK();
         for (op = MPIDI_PART_global.lease_head; op; prev = op, op = op->next) {
             int64_t base = block_get(op);
@@ -1183,7 +1186,7 @@ static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
     int m = t->cursor, n = op->st.nmsgs;
-    uint32_t iter = MPIDI_PART_st_iter(&op->st);        /* stable: op is in the polling list */
+    MPIDI_PART_iter_t iter = MPIDI_PART_st_iter(&op->st); /* stable: op is in the polling list */
     while (m < n && tag_test_msg(op, m, iter))
         m++;
     t->cursor = m;
@@ -1196,7 +1199,7 @@ static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
  * MPICH's hooks: the completion polling is not needed for this message), then the engine's
  * handshake work if there is any, so that a thread that only polls MPI_Parrived still moves
  * every other operation's handshake. */
-static int tag_progress_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int *done)
+static int tag_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done)
 {
     int vci = op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
     int mpi_errno = MPIDI_PART_vci_progress_one(vci);

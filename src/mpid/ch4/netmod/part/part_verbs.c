@@ -145,7 +145,7 @@ typedef struct vrb_pend {
     MPIDI_PART_op_t *op;        /* NULL: the hello */
     int32_t m;                  /* a data write, VRB_W_CREDIT (op's credit for iteration
                                  * iter) or VRB_W_HELLO */
-    uint32_t iter;
+    MPIDI_PART_iter_t iter;
     int rc;                     /* failed: the post's error; 0: the connection broke */
 } vrb_pend_t;
 
@@ -707,7 +707,7 @@ static void describe(const vrb_conn_t * c, vrb_side_t * side)
 /* ---- operation state ------------------------------------------------------------------------ */
 
 static void verbs_release(MPIDI_PART_op_t * op);
-static void verbs_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+static void verbs_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
                               int64_t posted);
 static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell);
 
@@ -1103,7 +1103,7 @@ static void fail_list(vrb_pend_t * p)
 
 /* Post or queue one write of op (no lock held): m >= 0 a data write, VRB_W_CREDIT the
  * credit for iteration iter. A write that cannot go fails the iteration, never the call. */
-static int submit(MPIDI_PART_op_t * op, int m, uint32_t iter)
+static int submit(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
 {
     MPIDI_PART_verbsop_t *v = VOP(op);
     vrb_conn_t *c = v->conn;    /* lives until finalize; v may not outlive a failure below */
@@ -1211,7 +1211,7 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
 /* The peer saw our connection break: so is ours (whatever iteration it was in). What waits
  * in its lanes fails first (it names operations whose iterations end here). */
 /* (posted is not needed: a broken queue pair takes no more writes) */
-static void verbs_peer_failed(MPIDI_PART_op_t * op, uint32_t iter, const char *why,
+static void verbs_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
                               int64_t posted)
 {
     vrb_conn_t *c = VOP(op)->conn;
@@ -1510,7 +1510,7 @@ static int verbs_always_armed(MPIDI_PART_op_t * op)
 /* MPI_Parrived found message m not done: read the completion queue, then VCI 0 and the
  * handshake (as part_ofi.c does), so that a thread that only polls MPI_Parrived still moves
  * every other operation. */
-static int verbs_progress_msg(MPIDI_PART_op_t * op, int m, uint32_t iter, int *done)
+static int verbs_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done)
 {
     int mpi_errno = MPIDI_PART_verbs_progress();
     if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done_at(&op->st, m, iter))
