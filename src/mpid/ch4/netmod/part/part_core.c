@@ -46,6 +46,20 @@ cvars:
         lock, before it releases the last iteration's wire requests, so that a sender's
         WITHDRAW can be handled meanwhile (threads/part/part_race_withdraw). 0: off.
 
+    - name        : MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        Testing aid: with N > 0 every partitioned operation numbers its iterations from
+        2^32 - N + 1 instead of 1, so that its N-th iteration is number 2^32 and the
+        iterations after it need more than 32 bits (iteration numbers are 64 bits; the
+        part tests run with it, testlist.cvar). Every process must set the same value.
+        0: off; a negative value counts as 0.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -297,6 +311,10 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     MPIR_cc_set(req->cc_ptr, 0);        /* inactive requests are complete */
 
     MPIDI_PART_st_init(&op->st, is_send, partitions, op->ready);
+    if (unlikely(MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32 > 0))
+        op->st.iter = ((MPIDI_PART_iter_t) 1 << 32) -
+            (MPIDI_PART_iter_t) MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32;
+    op->iter0 = op->st.iter;
     op->req = req;
     op->is_send = is_send;
     op->refs = 1;
@@ -566,8 +584,8 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         /* the plan of a sender is installed when its first iteration ends: st.iter and
          * st.nmsgs are stable before its next start (section 4c) */
         MPIDI_PART_iter_t next = op->st.iter + 1;
-        MPIDI_PART_iter_t first = replan_iter > 2 + MPIDI_PART_OBS_ITERS ?
-            replan_iter - MPIDI_PART_OBS_ITERS : 2;
+        MPIDI_PART_iter_t first = replan_iter - op->iter0 > 2 + MPIDI_PART_OBS_ITERS ?
+            replan_iter - MPIDI_PART_OBS_ITERS : op->iter0 + 2;
         if (next >= first && next < replan_iter) {
             /* an observed iteration: its MPI_Pready calls note when messages complete, in
              * the next sample (none when there is no memory: the first plan stays) */

@@ -122,6 +122,8 @@ typedef struct MPIDI_PART_op {
                                  * (RELEASE: FREED); every iteration from refused_from on
                                  * fails (MPIDI_PART_refused_error); 0: none (atomic, set
                                  * under the lock after refused_from) */
+    MPIDI_PART_iter_t iter0;    /* st.iter before the first start: 0 (the first is 1), or
+                                 * the testing aid's 2^32 - N (part_core.c) */
     MPIDI_PART_iter_t refused_from; /* the first iteration the peer never started */
     int refusal_failed;         /* the state is FAILED because of the refusal (lock) */
     MPIDI_PART_iter_t ran_iters; /* then: the iterations that ran before the first that
@@ -434,12 +436,13 @@ int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr);
  * NULL): the sender's LAYOUT if it came, else the start is deferred until it comes. */
 int MPIDI_PART_replan_locked(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan);
 int MPIDI_PART_send_layout(MPIDI_PART_op_t * op);
-/* Sender, no lock: tell the receiver that this send sends nothing more after iters
- * iterations (WITHDRAW, status FREED or ERROR; engine README section 5) */
-int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, MPIDI_PART_iter_t iters);
-/* Receiver, no lock: tell the sender that this planned receive was freed after iters
- * iterations (RELEASE; engine README section 5) */
-int MPIDI_PART_send_release(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iters);
+/* Sender, no lock: tell the receiver that this send sends nothing more after iteration
+ * last (op->iter0: none; the message carries the count; WITHDRAW, status FREED or ERROR;
+ * engine README section 5) */
+int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, MPIDI_PART_iter_t last);
+/* Receiver, no lock: tell the sender that this planned receive was freed after iteration
+ * last (RELEASE, carrying the count; engine README section 5) */
+int MPIDI_PART_send_release(MPIDI_PART_op_t * op, MPIDI_PART_iter_t last);
 /* Lock held, a receiver whose sender withdrew or a sender whose receive was freed,
  * failing: sets op->error (made only now: a
  * correct program's WITHDRAW makes no error code) unless it has one; returns it */
