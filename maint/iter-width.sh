@@ -5,8 +5,8 @@
 # silently) would wrap after 2^32 iterations again, and the suite cannot run that many. So
 # every engine source compiled into libmpi is compiled once more, syntax only, with
 # MPICH's own flags (taken from the build's Makefile) and -Wconversion, and any warning
-# "conversion from" a 64-bit unsigned type (the typedef, uint64_t, unsigned long) in an
-# engine file fails the check. A deliberate narrowing (an immediate's low bits, a slot
+# "conversion from" a 64-bit type (the typedef, uint64_t, int64_t, size_t, MPI_Aint, long)
+# to a narrower one in an engine file fails the check. A deliberate narrowing (an immediate's low bits, a slot
 # carried in a 64-bit field) is written as a cast, which the warning respects.
 # Needs a configured build (BUILD_DIR, default <repo>/_build). Prints TAP-ish lines and
 # "N passed, M failed"; exits non-zero on a failure. About 30 s.
@@ -34,7 +34,7 @@ ok "the compile line of part_core.c from $BUILD_DIR's Makefile"
 # the engine's sources that libmpi compiles (Makefile.mk), as the build copied them
 srcs=$(sed -n 's|.*src/mpid/ch4/netmod/part/\(part_[a-z_]*\.c\).*|\1|p' "$part/Makefile.mk" | sort -u)
 [ -n "$srcs" ] || { nok "engine sources listed in $part/Makefile.mk"; finish; }
-narrow='conversion from .\(MPIDI_PART_iter_t\|uint64_t\|long unsigned int\|long long unsigned int\|size_t\)[^-]*to .\(uint32_t\|int32_t\|int\|unsigned int\|short\|uint16_t\|int16_t\|uint8_t\|int8_t\)'
+narrow='conversion from .\(MPIDI_PART_iter_t\|uint64_t\|long unsigned int\|long long unsigned int\|size_t\|int64_t\|long int\|long long int\|MPI_Aint\)[^-]*to .\(uint32_t\|int32_t\|int\|unsigned int\|short\|uint16_t\|int16_t\|uint8_t\|int8_t\)'
 for f in $srcs; do
     out=$(cd "$BUILD_DIR" && $cmd -Wconversion -fsyntax-only "$part/$f" 2>&1)
     if [ $? -ne 0 ] && ! grep -q 'warning' <<< "$out"; then

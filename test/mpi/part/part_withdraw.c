@@ -73,6 +73,24 @@ static void check_class(int err, int want, const char *what)
     }
 }
 
+/* err's message names how many iterations the freed send ran: "freed after N iterations",
+ * or "freed without starting an iteration" for none (a WITHDRAW carries the count) */
+static void check_count(int err, int after, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "", want[64];
+    int len = 0;
+    if (err != MPI_SUCCESS)
+        MPI_Error_string(err, msg, &len);
+    if (after > 0)
+        snprintf(want, sizeof(want), "freed after %d iterations", after);
+    else
+        snprintf(want, sizeof(want), "freed without starting an iteration");
+    if (!strstr(msg, want)) {
+        fprintf(stderr, "rank %d: %s: message \"%s\" lacks \"%s\"\n", rank, what, msg, want);
+        errs++;
+    }
+}
+
 /* MPI_Test until complete; returns the error of MPI_Test (the iteration's). */
 static int complete(MPI_Request * req, const char *what)
 {
@@ -276,12 +294,16 @@ static void scenario_freed(MPI_Comm comm, int sc, int after, int armed, int earl
         expect_ended(&req, MPI_ERR_REQUEST, what);
     } else {
         MPI_Start(&req);
-        check_class(complete(&req, what), MPI_ERR_REQUEST, what);
+        int err = complete(&req, what);
+        check_class(err, MPI_ERR_REQUEST, what);
+        check_count(err, after, what);
     }
     check_sentinel(buf, n, what);
     /* every later iteration fails too, at once */
     MPI_Start(&req);
-    check_class(complete(&req, what), MPI_ERR_REQUEST, "the iteration after");
+    int err_next = complete(&req, what);
+    check_class(err_next, MPI_ERR_REQUEST, "the iteration after");
+    check_count(err_next, after, "the iteration after");
     check_sentinel(buf, n, what);
     MPI_Request_free(&req);
 }

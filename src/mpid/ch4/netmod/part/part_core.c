@@ -57,8 +57,9 @@ cvars:
         Testing aid: with N > 0 every partitioned operation numbers its iterations from
         2^32 - N + 1 instead of 1, so that its N-th iteration is number 2^32 and the
         iterations after it need more than 32 bits (iteration numbers are 64 bits; the
-        part tests run with it, testlist.cvar). Every process must set the same value.
-        0: off; a negative value counts as 0.
+        part tests run with it, testlist.cvar). Read once, by MPI_Init; every process
+        must set the same value. 0: off; a negative value counts as 0. It moves the
+        iterations MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER counts from with it.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -311,9 +312,7 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     MPIR_cc_set(req->cc_ptr, 0);        /* inactive requests are complete */
 
     MPIDI_PART_st_init(&op->st, is_send, partitions, op->ready);
-    if (unlikely(MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32 > 0))
-        op->st.iter = ((MPIDI_PART_iter_t) 1 << 32) -
-            (MPIDI_PART_iter_t) MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32;
+    op->st.iter = MPIDI_PART_global.iter0;      /* 0 unless the testing aid is set */
     op->iter0 = op->st.iter;
     op->req = req;
     op->is_send = is_send;

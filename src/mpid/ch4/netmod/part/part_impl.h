@@ -126,8 +126,9 @@ typedef struct MPIDI_PART_op {
                                  * the testing aid's 2^32 - N (part_core.c) */
     MPIDI_PART_iter_t refused_from; /* the first iteration the peer never started */
     int refusal_failed;         /* the state is FAILED because of the refusal (lock) */
-    MPIDI_PART_iter_t ran_iters; /* then: the iterations that ran before the first that
-                                 * failed (a sender's WITHDRAW counts these; a receive that
+    MPIDI_PART_iter_t ran_iters; /* then: the last iteration that ran before the first that
+                                 * failed (a number: a sender's WITHDRAW counts the
+                                 * iterations up to it from iter0; a receive that
                                  * failed otherwise keeps its block of tags for good) */
     int tags_kept;              /* receiver freed on the tag transport (lock): 1 while it
                                  * keeps its block of tags until its sender's WITHDRAW says
@@ -307,6 +308,10 @@ typedef struct MPIDI_PART_global {
     int64_t tag_reqs;           /* requests the tag transport's plans hold now, sends and
                                  * receives (MPIR_CVAR_PART_TAG_MAX_REQUESTS; lock) */
     uint32_t serial;            /* RTSs sent (their serial numbers; lock) */
+    MPIDI_PART_iter_t iter0;    /* every operation's counter before its first start: 0, or
+                                 * MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32's 2^32 - N, read
+                                 * once at MPI_Init (a later MPI_T write cannot make two
+                                 * operations of a pair disagree) */
     /* announced sends and matched receives, by the sender's op and serial: a peer's
      * message that names a send (PLAN, CTS) or a receive's sender (WITHDRAW) is looked up
      * here, never dereferenced (the op may be gone) (lock) */
@@ -447,7 +452,7 @@ int MPIDI_PART_send_release(MPIDI_PART_op_t * op, MPIDI_PART_iter_t last);
  * failing: sets op->error (made only now: a
  * correct program's WITHDRAW makes no error code) unless it has one; returns it */
 int MPIDI_PART_refused_error(MPIDI_PART_op_t * op);
-/* Lock held: op fails for that refusal from now on, ran iterations behind it (its error,
+/* Lock held: op fails for that refusal from now on, iteration ran the last that ran (its error,
  * op->refusal_failed, op->ran_iters); returns MPIDI_PART_st_fail's (an iteration was under
  * way: the caller completes it) */
 int MPIDI_PART_fail_refused_locked(MPIDI_PART_op_t * op, MPIDI_PART_iter_t ran);

@@ -196,6 +196,9 @@ int MPIDI_PART_init(void)
     MPIR_Assert(err == 0);
     MPL_atomic_relaxed_store_int(&MPIDI_PART_global.work, 0);
     MPL_atomic_relaxed_store_int(&MPIDI_PART_global.in_hs, 0);
+    if (MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32 > 0)    /* a testing aid (part_core.c) */
+        MPIDI_PART_global.iter0 = ((MPIDI_PART_iter_t) 1 << 32) -
+            (MPIDI_PART_iter_t) MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32;
     for (int i = 0; i < MPIDI_PART_PV_COUNT; i++)
         MPL_atomic_relaxed_store_uint64(&MPIDI_PART_pvars[i].v, 0);
 #ifdef MPIDI_CH4_PART_RDMA

@@ -958,11 +958,11 @@ static void credit_failed(const ofi_wctx_t * c, const char *what, const char *de
 }
 
 /* The testing aid MPIR_CVAR_PART_OFI_DEBUG_FAULT: whether mode refuses iteration iter's
- * writes. */
+ * writes (FAULT_ITER counts iterations: 1 is the first, whatever its number). */
 static inline int debug_fault(int mode, MPIDI_PART_iter_t iter)
 {
     return MPIR_CVAR_PART_OFI_DEBUG_FAULT == mode &&
-        (int64_t) iter >= (int64_t) MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER;
+        (int64_t) (iter - MPIDI_PART_global.iter0) >= (int64_t) MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER;
 }
 
 /* The testing aid's modes 4, 5 and 6 (endpoint's lock held): take write w without posting it;

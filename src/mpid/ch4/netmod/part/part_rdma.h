@@ -25,7 +25,8 @@ typedef struct MPIDI_PART_rdmaop {
                          int64_t posted);
     uint32_t slot;              /* ours: the peer's immediates name it */
     uint32_t peer_slot;
-    MPIDI_PART_iter_t credited; /* sender: iterations the receiver has started (engine lock) */
+    MPIDI_PART_iter_t credited; /* sender: the last iteration the receiver has started
+                                 * (iter0 + credits; engine lock) */
     uint32_t credit_base;       /* sender: its slot's offset for the iteration a credit names
                                  * (MPIDI_PART_rdma_credit_low); receiver: its sender's, from
                                  * the RTS */

@@ -52,7 +52,9 @@
 extern "C" {
 #endif
 
-typedef uint64_t MPIDI_PART_iter_t;     /* an iteration: 1 for the first start, 0 for none */
+/* An iteration's number: the k-th start's is iter0 + k (iter0 is 0 unless a testing aid
+ * moves it, part_core.c), so 0 names none. */
+typedef uint64_t MPIDI_PART_iter_t;
 
 enum MPIDI_PART_st_state {
     MPIDI_PART_ST_UNPLANNED = 0,

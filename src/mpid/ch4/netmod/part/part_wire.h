@@ -72,7 +72,7 @@ typedef struct MPIDI_PART_hdr {
     int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's; WITHDRAW,
                                  * RELEASE: iterations; FAIL, COUNT: counts of writes */
     uint64_t rop;               /* PLAN: the receiver's operation (echoed back in LAYOUT) */
-    uint64_t iter;              /* CTS: the receiver's iteration (1, 2, ...); PLAN: the
+    uint64_t iter;              /* CTS: the receiver's iteration (its number); PLAN: the
                                  * iteration the sender observes before re-planning (0: none);
                                  * LAYOUT: the first iteration of the new plan */
     MPIDI_PART_plan_t plan;     /* PLAN, LAYOUT */
