@@ -229,6 +229,7 @@ run_asan() {
             ASAN_OPTIONS="$aopt:log_path=$sd/hydra/san" UBSAN_OPTIONS="$uopt:log_path=$sd/hydra/san" \
             LSAN_OPTIONS="suppressions=$RESULTS/lsan.supp:print_suppressions=0" \
             MPITEST_PROGRAM_WRAPPER="$RESULTS/san-wrap" \
+            PART_PEER_DIES_MPIEXEC="$PREFIX/bin/mpiexec" \
             MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-300} MPITEST_TIMEOUT_MULTIPLIER=${MPITEST_TIMEOUT_MULTIPLIER:-3} \
             ./runtests -srcdir="$tsrc" -tests="$SAN_TESTLISTS" -testdirs=part,threads/part \
             -mpiexec="$PREFIX/bin/mpiexec" -tapfile="$RESULTS/part-$mode.tap" \
