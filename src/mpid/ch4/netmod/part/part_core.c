@@ -312,8 +312,7 @@ static int op_create(void *buf, int partitions, MPI_Aint count, MPI_Datatype dat
     MPIR_cc_set(req->cc_ptr, 0);        /* inactive requests are complete */
 
     MPIDI_PART_st_init(&op->st, is_send, partitions, op->ready);
-    op->st.iter = MPIDI_PART_global.iter0;      /* 0 unless the testing aid is set */
-    op->iter0 = op->st.iter;
+    op->st.iter = MPIDI_PART_ITER0;     /* 0 unless the testing aid is set */
     op->req = req;
     op->is_send = is_send;
     op->refs = 1;
@@ -583,8 +582,8 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         /* the plan of a sender is installed when its first iteration ends: st.iter and
          * st.nmsgs are stable before its next start (section 4c) */
         MPIDI_PART_iter_t next = op->st.iter + 1;
-        MPIDI_PART_iter_t first = replan_iter - op->iter0 > 2 + MPIDI_PART_OBS_ITERS ?
-            replan_iter - MPIDI_PART_OBS_ITERS : op->iter0 + 2;
+        MPIDI_PART_iter_t first = replan_iter - MPIDI_PART_ITER0 > 2 + MPIDI_PART_OBS_ITERS ?
+            replan_iter - MPIDI_PART_OBS_ITERS : MPIDI_PART_ITER0 + 2;
         if (next >= first && next < replan_iter) {
             /* an observed iteration: its MPI_Pready calls note when messages complete, in
              * the next sample (none when there is no memory: the first plan stays) */

@@ -122,8 +122,6 @@ typedef struct MPIDI_PART_op {
                                  * (RELEASE: FREED); every iteration from refused_from on
                                  * fails (MPIDI_PART_refused_error); 0: none (atomic, set
                                  * under the lock after refused_from) */
-    MPIDI_PART_iter_t iter0;    /* st.iter before the first start: 0 (the first is 1), or
-                                 * the testing aid's 2^32 - N (part_core.c) */
     MPIDI_PART_iter_t refused_from; /* the first iteration the peer never started */
     int refusal_failed;         /* the state is FAILED because of the refusal (lock) */
     MPIDI_PART_iter_t ran_iters; /* then: the last iteration that ran before the first that
@@ -331,6 +329,8 @@ typedef struct MPIDI_PART_global {
 } MPIDI_PART_global_t;
 
 extern MPIDI_PART_global_t MPIDI_PART_global;
+/* Every operation's counter before its first start (MPIDI_PART_global.iter0) */
+#define MPIDI_PART_ITER0 (MPIDI_PART_global.iter0)
 
 /* ---- MPI_T performance variables (registered by src/mpi/part/part_mpit.c through
  * MPIDI_PART_pvar_info in part_ch4.h). Added to once per iteration or slow-path event, each
@@ -442,7 +442,7 @@ int MPIDI_PART_send_hdr(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * hdr);
 int MPIDI_PART_replan_locked(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan);
 int MPIDI_PART_send_layout(MPIDI_PART_op_t * op);
 /* Sender, no lock: tell the receiver that this send sends nothing more after iteration
- * last (op->iter0: none; the message carries the count; WITHDRAW, status FREED or ERROR;
+ * last (MPIDI_PART_ITER0: none; the message carries the count; WITHDRAW, status FREED or ERROR;
  * engine README section 5) */
 int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, MPIDI_PART_iter_t last);
 /* Receiver, no lock: tell the sender that this planned receive was freed after iteration

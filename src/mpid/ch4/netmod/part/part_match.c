@@ -110,7 +110,7 @@ void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
         /* its sender withdrew before we matched it (handle_withdraw): the receive
          * fails, as it does when the WITHDRAW comes after (MPI order: it was this
          * receive's send; MPIDI_PART_match_posted answers the sender) */
-        op->refused_from = op->iter0 + 1;
+        op->refused_from = MPIDI_PART_ITER0 + 1;
         __atomic_store_n(&op->refused, MPIDI_PART_STATUS_FREED, __ATOMIC_SEQ_CST);
     }
     if (rts->ext_len > 0) {
@@ -282,7 +282,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         else if (lined_up && op->aggr_size == 0 && op->observe > 0)
             /* every gcd-message alone until then (part_aggr.c) */
             __atomic_store_n(&op->replan_iter,
-                             op->iter0 + (uint32_t) (op->observe > 2 ? op->observe : 2) + 1,
+                             MPIDI_PART_ITER0 + (uint32_t) (op->observe > 2 ? op->observe : 2) + 1,
                              __ATOMIC_RELAXED);
     }
     status = decide_plan(op, &hdr->plan);
@@ -525,7 +525,7 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
     if (complete)
         MPIDI_PART_complete_iteration(op);
     if (refuse) {       /* the handshake's reference keeps op */
-        mpi_errno = MPIDI_PART_send_withdraw(op, MPIDI_PART_STATUS_ERROR, op->iter0);
+        mpi_errno = MPIDI_PART_send_withdraw(op, MPIDI_PART_STATUS_ERROR, MPIDI_PART_ITER0);
         MPIR_ERR_CHECK(mpi_errno);
     }
     /* the CTSs that came before this PLAN, in their order (MPIDI_PART_handshake) */
@@ -662,7 +662,7 @@ static int handle_layout(const MPIDI_PART_hdr_t * hdr)
 
 /* ---- a send that sends nothing (README section 5) -------------------------------------- */
 
-/* last: the last iteration the send ran (op->iter0: none); the message counts them */
+/* last: the last iteration the send ran (MPIDI_PART_ITER0: none); the message counts them */
 int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, MPIDI_PART_iter_t last)
 {
     MPIDI_PART_hdr_t hdr;
@@ -674,7 +674,7 @@ int MPIDI_PART_send_withdraw(MPIDI_PART_op_t * op, int status, MPIDI_PART_iter_t
     hdr.sop = (uint64_t) (uintptr_t) op;
     hdr.serial = op->serial;
     hdr.status = status;
-    hdr.bytes = (int64_t) (last - op->iter0);
+    hdr.bytes = (int64_t) (last - MPIDI_PART_ITER0);
     hdr.timer_ns = -1;
     return MPIDI_PART_send_hdr(op, &hdr);
 }
@@ -688,7 +688,7 @@ int MPIDI_PART_send_release(MPIDI_PART_op_t * op, MPIDI_PART_iter_t last)
     hdr.sop = op->sop;
     hdr.serial = op->serial;
     hdr.status = MPIDI_PART_STATUS_FREED;
-    hdr.bytes = (int64_t) (last - op->iter0);
+    hdr.bytes = (int64_t) (last - MPIDI_PART_ITER0);
     hdr.timer_ns = -1;
     return MPIDI_PART_send_hdr(op, &hdr);
 }
@@ -698,7 +698,7 @@ int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
     int err;
     if (op->error != MPI_SUCCESS)
         return op->error;
-    MPIDI_PART_iter_t iters = op->refused_from - 1 - op->iter0;     /* a count */
+    MPIDI_PART_iter_t iters = op->refused_from - 1 - MPIDI_PART_ITER0;     /* a count */
     if (op->is_send)
         err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                    MPI_ERR_REQUEST, "**partrecvfreed",
@@ -768,7 +768,7 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
          * ran more iterations, and nothing will ever receive it: the block stays out of the
          * pool (section 5) */
         found = 1;
-        if (op->iter0 + (MPIDI_PART_iter_t) hdr->bytes <= op->st.iter) {
+        if (MPIDI_PART_ITER0 + (MPIDI_PART_iter_t) hdr->bytes <= op->st.iter) {
             op->tags_kept = 0;
             unhold = op;
         } else {
@@ -779,7 +779,7 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
     int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
     if (op && !op->freed && !op->refused &&
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
-        MPIDI_PART_iter_t from = op->iter0 + (MPIDI_PART_iter_t) hdr->bytes + 1;
+        MPIDI_PART_iter_t from = MPIDI_PART_ITER0 + (MPIDI_PART_iter_t) hdr->bytes + 1;
         found = 1;
         op->refused_from = from;
         __atomic_store_n(&op->refused, hdr->status == MPIDI_PART_STATUS_FREED ?
@@ -896,7 +896,7 @@ static void handle_release(const MPIDI_PART_hdr_t * hdr)
     int state = op ? MPIDI_PART_st_get_state(&op->st) : MPIDI_PART_ST_EMPTY;
     if (op && op->peer == hdr->src_rank && !op->freed && !op->refused && op->refs > 0 &&
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
-        MPIDI_PART_iter_t from = op->iter0 + (MPIDI_PART_iter_t) hdr->bytes + 1;
+        MPIDI_PART_iter_t from = MPIDI_PART_ITER0 + (MPIDI_PART_iter_t) hdr->bytes + 1;
         MPIDI_PART_iter_t iter = __atomic_load_n(&op->st.iter, __ATOMIC_RELAXED);
         op->refused_from = from;
         __atomic_store_n(&op->refused, MPIDI_PART_STATUS_FREED, __ATOMIC_SEQ_CST);

@@ -293,7 +293,7 @@ int MPIDI_PART_rdma_attach(MPIDI_PART_op_t * op, MPIDI_PART_rdmaop_t * r)
     int ok = slot_get(op, &r->slot);
     if (ok) {
         r->credit_base = rdma.base[r->slot];
-        r->credited = op->iter0;        /* none yet */
+        r->credited = MPIDI_PART_ITER0;        /* none yet */
         op->rdma = r;
         MPIDI_PART_rdma_busy(op);       /* its plan or first iteration is under way */
         rdma.live++;
@@ -312,7 +312,7 @@ void MPIDI_PART_rdma_detach(MPIDI_PART_op_t * op)
     rdma.slots[r->slot] = NULL;
     /* a receiver's credit_base is its sender's: the slot's own moves on from its own */
     if (op->is_send)
-        rdma.base[r->slot] = r->credit_base + (uint32_t) (r->credited - op->iter0) +
+        rdma.base[r->slot] = r->credit_base + (uint32_t) (r->credited - MPIDI_PART_ITER0) +
             MPIDI_PART_IMM_MSGS / 2;
     else
         rdma.base[r->slot] += MPIDI_PART_IMM_MSGS / 2;
@@ -461,7 +461,7 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
             nsend = MPIDI_PART_st_arm(&op->st, r->tosend);
             ev->arm_timer = MPIDI_PART_rtimer_active(op, NULL);
         }
-        if (nsend > 0 && op->st.iter == op->iter0 + 1)
+        if (nsend > 0 && op->st.iter == MPIDI_PART_ITER0 + 1)
             MPIDI_PART_PVAR_ADD(FIRST_ITER_DEFERRED, nsend);    /* waited for the answer */
         ev->m = -1 - nsend;
         if (nsend == 0 && !ev->arm_timer)
