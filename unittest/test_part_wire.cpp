@@ -90,7 +90,7 @@ TEST(Wire, EachKindCarriesTheFieldsItsHandlerReads)
         ASSERT_TRUE(t.ok);
         KEEPS(serial); KEEPS(sop); KEEPS(src_rank); KEEPS(tag); KEEPS(context_id);
         KEEPS(partitions); KEEPS(thread_parts); KEEPS(nvcis); KEEPS(bytes); KEEPS(choice);
-        KEEPS(contig);
+        KEEPS(contig); KEEPS(iter);
     }
     {
         MPIDI_PART_hdr_t in = Filled(MPIDI_PART_MSG_PLAN, 0, gen);
@@ -151,7 +151,7 @@ TEST(Wire, TagTransportsSmallMessagesFitTheInlineBudget)
     struct {
         int kind, ext_len;
         size_t expect;
-    } rows[] = {{MPIDI_PART_MSG_RTS, 0, 48},     {MPIDI_PART_MSG_WITHDRAW, 0, 36},
+    } rows[] = {{MPIDI_PART_MSG_RTS, 0, 64},     {MPIDI_PART_MSG_WITHDRAW, 0, 36},
                 {MPIDI_PART_MSG_RELEASE, 0, 28}, {MPIDI_PART_MSG_CTS, 8, 32},
                 {MPIDI_PART_MSG_EARLY, 0, 16},   {MPIDI_PART_MSG_LAYOUT, 0, 44}};
     for (const auto &r : rows) {
@@ -202,7 +202,7 @@ TEST(Wire, CarriesWideContextIds)
 TEST(Wire, FixedPartIsHeadAndRun)
 {
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_PLAN), 64u);
-    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RTS), 48u);
+    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RTS), 64u);
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_EARLY), MPIDI_PART_WIRE_HEAD);
     EXPECT_EQ(MPIDI_PART_wire_fixed(0), 0u);
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RELEASE + 1), 0u);
@@ -215,7 +215,7 @@ TEST(Wire, IterationsPast2To32Arrive)
     static_assert(sizeof(((MPIDI_PART_hdr_t *) nullptr)->iter) == 8, "hdr.iter is 64 bits");
     std::mt19937 gen(17);
     for (int kind : {MPIDI_PART_MSG_CTS, MPIDI_PART_MSG_PLAN, MPIDI_PART_MSG_LAYOUT,
-                     MPIDI_PART_MSG_FAIL}) {
+                     MPIDI_PART_MSG_FAIL, MPIDI_PART_MSG_RTS}) {
         for (uint64_t iter : {1ull, 0xffffffffull, 0x100000005ull, 0xfffffffffffffffeull}) {
             MPIDI_PART_hdr_t in = Filled(kind, 8, gen);
             in.iter = iter;

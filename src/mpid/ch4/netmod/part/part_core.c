@@ -427,6 +427,7 @@ int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_D
     MPIDI_PART_hdr_t hdr;
     memset(&hdr, 0, offsetof(MPIDI_PART_hdr_t, ext));
     hdr.kind = MPIDI_PART_MSG_RTS;
+    hdr.iter = MPIDI_PART_ITER0;  /* the receiver checks that it counts alike */
     hdr.src_rank = comm->rank;
     hdr.tag = tag;
     hdr.context_id = comm->context_id;

@@ -204,6 +204,7 @@ typedef struct MPIDI_PART_op {
     int peer_thread_parts;
     int peer_nvcis;
     MPI_Aint peer_bytes;
+    MPIDI_PART_iter_t peer_iter0;       /* receiver: the sender's MPIDI_PART_ITER0 (its RTS) */
     int peer_choice;
     int peer_contig;            /* the sender's buffer is one contiguous run (RTS) */
     uint8_t *rts_ext;           /* the RTS's transport data (RDMA addresses), or NULL */

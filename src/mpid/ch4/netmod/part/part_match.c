@@ -102,6 +102,7 @@ void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
     op->peer_thread_parts = rts->thread_parts;
     op->peer_nvcis = rts->nvcis;
     op->peer_bytes = rts->bytes;
+    op->peer_iter0 = rts->iter;
     op->peer_choice = rts->choice;
     op->peer_contig = rts->contig;
     op->serial = rts->serial;
@@ -197,11 +198,28 @@ static const MPIDI_PART_transport_t *choose_transport(MPIDI_PART_op_t * op)
     return &MPIDI_PART_tag_transport;
 }
 
+/* The testing aid's value that gives iteration base iter0 (part_init.c) */
+static long long iters_below(MPIDI_PART_iter_t iter0)
+{
+    return iter0 == 0 ? 0 : (long long) (((MPIDI_PART_iter_t) 1 << 32) - iter0);
+}
+
 /* Receiver: decide the wire layout (no lock). Returns the PLAN status; op->error is set
  * for anything but OK. */
 static int decide_plan(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
 {
     memset(plan, 0, sizeof(*plan));
+    if (op->peer_iter0 != MPIDI_PART_ITER0) {
+        /* iteration numbers travel on the wire (CTS, LAYOUT, credits): both sides must
+         * count from the same base, or each would wait for an iteration the other never
+         * names (only the testing aid MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32 moves it) */
+        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_OTHER, "**partiterbase",
+                                         "**partiterbase %d %L %d %L", op->peer,
+                                         iters_below(op->peer_iter0), op->comm->rank,
+                                         iters_below(MPIDI_PART_ITER0));
+        return MPIDI_PART_STATUS_ERROR;
+    }
     if (op->peer_bytes > op->total_bytes) {
         op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                          MPI_ERR_TRUNCATE, "**partsizemismatch",

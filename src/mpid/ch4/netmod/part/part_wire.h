@@ -7,7 +7,7 @@
  * In memory a message is the whole struct. On the wire it is the head (kind, status, ext_len,
  * serial, sop: 16 bytes), then the one run of the body its kind uses (the body's fields are
  * ordered so that every kind's fields are one run), then ext_len bytes of ext. On the tag
- * transport an RTS is 48 bytes, a WITHDRAW 36, a RELEASE 28 (the struct's fixed part is 88):
+ * transport an RTS is 64 bytes, a WITHDRAW 36, a RELEASE 28 (the struct's fixed part is 88):
  * small enough for a netmod's inline path (UCX's shared memory sends up to 92 bytes of an
  * active message inline, of which MPICH's header takes 16). Fields outside the run arrive
  * as 0.
@@ -72,7 +72,9 @@ typedef struct MPIDI_PART_hdr {
     int64_t bytes;              /* RTS: sender's total bytes; PLAN: receiver's; WITHDRAW,
                                  * RELEASE: iterations; FAIL, COUNT: counts of writes */
     uint64_t rop;               /* PLAN: the receiver's operation (echoed back in LAYOUT) */
-    uint64_t iter;              /* CTS: the receiver's iteration (its number); PLAN: the
+    uint64_t iter;              /* RTS: the sender's number before its first iteration
+                                 * (MPIDI_PART_ITER0: both sides must count alike); CTS: the
+                                 * receiver's iteration (its number); PLAN: the
                                  * iteration the sender observes before re-planning (0: none);
                                  * LAYOUT: the first iteration of the new plan */
     MPIDI_PART_plan_t plan;     /* PLAN, LAYOUT */
@@ -99,7 +101,8 @@ typedef struct MPIDI_PART_hdr {
  * MPIDI_PART_msg_kind (row 0: no kind). */
 static const uint8_t MPIDI_PART_wire_runs[][2] = {
     {0, 0},
-    {MPIDI_PART_WIRE_AT(partitions), MPIDI_PART_WIRE_AT(rop)},  /* RTS: partitions .. bytes */
+    {MPIDI_PART_WIRE_AT(partitions), MPIDI_PART_WIRE_AT(plan)}, /* RTS: partitions .. iter (rop
+                                                                 * 0) */
     {MPIDI_PART_WIRE_AT(bytes), MPIDI_PART_WIRE_PLAN_END},      /* PLAN: bytes .. transport */
     {MPIDI_PART_WIRE_AT(iter), MPIDI_PART_WIRE_AT(plan)},       /* CTS: iter */
     {MPIDI_PART_WIRE_AT(src_rank), MPIDI_PART_WIRE_AT(plan)},   /* FAIL: src_rank, bytes, rop,
