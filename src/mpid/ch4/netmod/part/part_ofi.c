@@ -180,6 +180,7 @@ typedef struct {
     /* a credit: the receiver that gave it (its slot and pair, MPIDI_PART_rdma_hold: the
      * operation may be gone when the completion is read) and the iteration it started */
     uint32_t slot;
+    uint32_t serial;
     MPIDI_PART_iter_t iter;
     uint64_t pair;
     int peer;
@@ -926,7 +927,7 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const 
  * receiver of the same peer (a pair id is another process's pointer). */
 static void credit_failed(const ofi_wctx_t * c, const char *what, const char *detail)
 {
-    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(c->slot, c->pair);
+    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold(c->slot, c->pair, c->serial);
     char why[OFI_WHY_MAX];
     if (op == NULL)
         return;
@@ -1021,6 +1022,7 @@ static ssize_t credit_make(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, ofi_pen
     c->m = -1;
     c->slot = o->r.slot;
     c->pair = MPIDI_PART_rdma_pair_id(op);
+    c->serial = op->serial;
     c->iter = iter;
     c->peer = op->peer;
     p->op = NULL;

@@ -605,6 +605,8 @@ static void pair_hdr(MPIDI_PART_op_t * op, int kind, MPIDI_PART_hdr_t * hdr)
                                          * pointer, which another rank's may equal */
     hdr->sop = op->rdma->peer_slot;
     hdr->rop = MPIDI_PART_rdma_pair_id(op);
+    hdr->serial = op->serial;   /* with rop: the pair, even where a new one took the slot
+                                 * and the old send's address over */
 }
 
 int MPIDI_PART_rdma_tell_peer(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const char *why,
@@ -634,7 +636,7 @@ void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr)
         return;
     uint64_t final = (uint64_t) hdr->bytes;
     /* a FAIL's and a COUNT's sop is the peer's slot */
-    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold((uint32_t) hdr->sop, hdr->rop);
+    MPIDI_PART_op_t *op = MPIDI_PART_rdma_hold((uint32_t) hdr->sop, hdr->rop, hdr->serial);
     if (op == NULL)
         return;
     MPIDI_PART_LOCK();
@@ -648,13 +650,14 @@ void MPIDI_PART_rdma_peer_count(const MPIDI_PART_hdr_t * hdr)
     MPIDI_PART_op_release(op);
 }
 
-MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair)
+MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair, uint32_t serial)
 {
     MPIDI_PART_op_t *op = NULL;
     MPIDI_PART_LOCK();
     if (slot < rdma.next_slot)
         op = rdma.slots[slot];
-    if (op && op->rdma && op->refs > 0 && MPIDI_PART_rdma_pair_id(op) == pair)
+    if (op && op->rdma && op->refs > 0 && MPIDI_PART_rdma_pair_id(op) == pair &&
+        op->serial == serial)
         op->refs++;     /* alive until the caller is done with it (not one whose last
                          * reference went: its destruction is under way elsewhere) */
     else
@@ -672,7 +675,7 @@ void MPIDI_PART_rdma_peer_failed(const MPIDI_PART_hdr_t * hdr)
         return;
     memcpy(why, hdr->ext, hdr->ext_len);
     why[hdr->ext_len - 1] = 0;
-    op = MPIDI_PART_rdma_hold((uint32_t) hdr->sop, hdr->rop);
+    op = MPIDI_PART_rdma_hold((uint32_t) hdr->sop, hdr->rop, hdr->serial);
     if (op == NULL)
         return;
     if (op->peer == hdr->src_rank && op->rdma->peer_failed)

@@ -109,9 +109,11 @@ static inline uint64_t MPIDI_PART_rdma_pair_id(MPIDI_PART_op_t * op)
 {
     return op->is_send ? (uint64_t) (uintptr_t) op : op->sop;
 }
-/* No lock: the operation in our slot slot if it is still pair's, with a reference the caller
- * gives back (MPIDI_PART_op_release); NULL when it is gone. */
-MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair);
+/* No lock: the operation in our slot slot if it is still pair's (the sender's operation and
+ * the serial of its RTS: a new pair can take over both the slot and, once the old send is
+ * freed, its address), with a reference the caller gives back (MPIDI_PART_op_release); NULL
+ * when it is gone. */
+MPIDI_PART_op_t *MPIDI_PART_rdma_hold(uint32_t slot, uint64_t pair, uint32_t serial);
 /* Engine lock held: the peer failed in its iteration iter (1, 2, ...) with err: every
  * iteration of op from iter on fails. Returns 1 when op's running iteration is one of them
  * (its error is set; the caller ends it, without the lock: MPIDI_PART_rdma_failed(op, -1));
