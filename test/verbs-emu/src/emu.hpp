@@ -325,6 +325,11 @@ void wr_list_free_all(uint32_t& head, uint32_t& tail);
 Cqe* cqe_at(const CqRec& c, uint32_t idx);
 void push_cqe(uint32_t cq, const Cqe& e);
 void purge_qp_cqes(uint32_t cq, uint32_t qp_slot);
+// Send work requests of a QP whose completions the program has not read: CQEs with a non-zero
+// wr_id still in its send CQ, and work requests not yet executed. ibv_destroy_qp discards
+// them (as mlx5 cleans a destroyed QP's CQEs out of its CQ), and with them whatever their
+// wr_id names.
+uint32_t unread_sends(uint32_t qp_slot);
 void retire_cqe(const Cqe& e);
 void push_async(uint32_t ctx, ibv_event_type type, uint32_t kind, uint32_t slot, uint64_t obj_id);
 void qp_to_error(uint32_t q);

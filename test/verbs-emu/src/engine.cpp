@@ -431,6 +431,18 @@ void retire_cqe(const Cqe& e) {
   }
 }
 
+uint32_t unread_sends(uint32_t qp_slot) {
+  const QpRec& q = g.reg->qp[qp_slot];
+  uint32_t n = q.sq_pending;  // not yet executed: their completions would come later
+  if (q.scq == kNil || !g.reg->cq[q.scq].in_use || g.reg->cq[q.scq].overrun) return n;
+  const CqRec& c = g.reg->cq[q.scq];  // (an overrun CQ has lost completions anyway)
+  for (uint32_t i = 0; i < c.count; i++) {
+    const Cqe* e = cqe_at(c, (c.head + i) % c.capacity);
+    if (e->qp_slot == qp_slot && e->kind == kCqeSend && e->wr_id != 0) n++;
+  }
+  return n;
+}
+
 void purge_qp_cqes(uint32_t cq, uint32_t qp_slot) {
   if (cq == kNil) return;
   CqRec& c = g.reg->cq[cq];

@@ -1508,6 +1508,50 @@ void t_leak_checker() {
   report("leak checker off: leaked objects are reclaimed silently, exit 0", ok, describe(st3) + ", " + err3);
 }
 
+// A QP destroyed while a send completion is unread: its CQE goes with the QP (as mlx5's
+// destroy cleans the CQ), and the program can no longer free what the wr_id names. The leak
+// checker reports it; polling the flushed work request first is clean.
+void t_destroy_unread() {
+  auto scenario = [](bool poll_first) {
+    ibv_context* c = open_dev();
+    ibv_pd* pd = ibv_alloc_pd(c);
+    ibv_cq* cq = ibv_create_cq(c, 4, nullptr, nullptr, 0);
+    ibv_qp_init_attr ia{};
+    ia.send_cq = cq;
+    ia.recv_cq = cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = 2;
+    ia.cap.max_recv_wr = 1;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(pd, &ia);
+    if (!qp || !cq || !pd) exit(2);
+    ibv_qp_attr err{};
+    err.qp_state = IBV_QPS_ERR;
+    if (ibv_modify_qp(qp, &err, IBV_QP_STATE) != 0) exit(3);
+    ibv_send_wr wr{}, *bad = nullptr;
+    wr.wr_id = 0x1234;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (ibv_post_send(qp, &wr, &bad) != 0) exit(4);
+    if (poll_first) {
+      ibv_wc wc{};
+      int n = 0;
+      for (int i = 0; i < 1000 && n == 0; i++) n = ibv_poll_cq(cq, 1, &wc);
+      if (n != 1 || wc.wr_id != 0x1234 || wc.status != IBV_WC_WR_FLUSH_ERR) exit(5);
+    }
+    if (ibv_destroy_qp(qp) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) || ibv_close_device(c)) exit(6);
+  };
+  auto [st, err] = run_captured([&] { scenario(false); });
+  bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 86 && err.find("1 send completion(s) not read") != std::string::npos;
+  report("leak checker: ibv_destroy_qp with a send completion unread -> reported, exit status 86", ok,
+         describe(st) + ", stderr: " + err.substr(0, 300));
+  auto [st2, err2] = run_captured([&] { scenario(true); });
+  ok = WIFEXITED(st2) && WEXITSTATUS(st2) == 0 && err2.find("leak") == std::string::npos;
+  report("leak checker: the flushed completion polled before ibv_destroy_qp -> clean, exit 0", ok,
+         describe(st2) + ", stderr: " + err2.substr(0, 300));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1549,6 +1593,7 @@ int main(int argc, char** argv) {
       {"overrun", t_cq_overrun},
       {"destroy", t_destroy_order},
       {"leaks", t_leak_checker},
+      {"destroyunread", t_destroy_unread},
   };
   for (const T& t : tests)
     if (only.empty() || only == t.key) t.fn();

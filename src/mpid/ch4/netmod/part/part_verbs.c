@@ -367,9 +367,43 @@ static void conn_destroy(vrb_conn_t * c)
     MPL_free(c);
 }
 
-/* Lock held, and no other thread in the transport (MPI_Finalize, or a failed open). */
+/* device_close: read the completion queue until every signaled send work request is in (the
+ * budget is back) or the time is up; frees the contexts of credits and hellos. */
+static void cq_drain(int64_t until_ns)
+{
+    struct ibv_wc wc[VRB_CQ_BATCH];
+    int n;
+    do {
+        while ((n = ibv_poll_cq(vrb.cq, VRB_CQ_BATCH, wc)) > 0)
+            for (int i = 0; i < n; i++) {
+                vrb_ctx_t *x = (vrb_ctx_t *) (uintptr_t) wc[i].wr_id;
+                if (x == NULL)
+                    continue;   /* a receive */
+                budget_give(1);
+                if (x->kind != CTX_DATA)
+                    MPL_free(x);
+            }
+    } while (n == 0 && __atomic_load_n(&vrb.tx_out, __ATOMIC_ACQUIRE) > 0 &&
+             MPIDI_PART_now_ns() < until_ns);
+}
+
+/* Lock held, and no other thread in the transport (MPI_Finalize, or a failed open). The
+ * queue pairs go to the error state first, so that every send work request still out
+ * completes (flushed if it had not run), and the completion queue is read until they are
+ * all in (at most 1 s): destroying a queue pair discards its completions still in the queue
+ * (mlx5 cleans them out, and so does the emulator, whose VERBSEMU_CHECK_LEAKS reports it),
+ * and with them the contexts their wr_ids name. Until 2026-12-01 the queue pairs went
+ * first. */
 static void device_close(void)
 {
+    if (vrb.cq) {
+        struct ibv_qp_attr err_attr = {.qp_state = IBV_QPS_ERR };
+        for (vrb_conn_t * c = vrb.conns; c; c = c->next)
+            for (int q = 0; q < c->nqp; q++)
+                if (c->qp[q])
+                    (void) ibv_modify_qp(c->qp[q], &err_attr, IBV_QP_STATE);
+        cq_drain(MPIDI_PART_now_ns() + 1000000000LL);
+    }
     while (vrb.conns) {
         vrb_conn_t *c = vrb.conns;
         vrb.conns = c->next;
@@ -380,15 +414,7 @@ static void device_close(void)
     if (vrb.srq)
         ibv_destroy_srq(vrb.srq);
     if (vrb.cq) {
-        /* completions of writes still in flight go with the queue */
-        struct ibv_wc wc[VRB_CQ_BATCH];
-        int n;
-        while ((n = ibv_poll_cq(vrb.cq, VRB_CQ_BATCH, wc)) > 0)
-            for (int i = 0; i < n; i++) {
-                vrb_ctx_t *x = (vrb_ctx_t *) (uintptr_t) wc[i].wr_id;
-                if (x && x->kind != CTX_DATA)
-                    MPL_free(x);
-            }
+        cq_drain(0);    /* what is left (no wait) */
         ibv_destroy_cq(vrb.cq);
     }
     if (vrb.pd)
