@@ -109,7 +109,7 @@ TEST(Wire, EachKindCarriesTheFieldsItsHandlerReads)
         MPIDI_PART_hdr_t in = Filled(MPIDI_PART_MSG_FAIL, 12, gen);
         Trip t = RoundTrip(in);
         ASSERT_TRUE(t.ok);
-        KEEPS(sop); KEEPS(rop); KEEPS(src_rank); KEEPS(iter); KEEPS(bytes);
+        KEEPS(serial); KEEPS(sop); KEEPS(rop); KEEPS(src_rank); KEEPS(iter); KEEPS(bytes);
     }
     {
         MPIDI_PART_hdr_t in = Filled(MPIDI_PART_MSG_LAYOUT, 0, gen);
@@ -127,7 +127,7 @@ TEST(Wire, EachKindCarriesTheFieldsItsHandlerReads)
         MPIDI_PART_hdr_t in = Filled(MPIDI_PART_MSG_COUNT, 0, gen);
         Trip t = RoundTrip(in);
         ASSERT_TRUE(t.ok);
-        KEEPS(sop); KEEPS(rop); KEEPS(src_rank); KEEPS(bytes);
+        KEEPS(serial); KEEPS(sop); KEEPS(rop); KEEPS(src_rank); KEEPS(bytes);
     }
     {
         MPIDI_PART_hdr_t in = Filled(MPIDI_PART_MSG_WITHDRAW, 0, gen);

@@ -133,7 +133,7 @@ int main(int argc, char *argv[])
 
     int v0 = b[0] < 0 ? 0 : b[0], v1 = b[1] < 0 ? 0 : b[1], differ = (v0 != v1);
     snprintf(s0, sizeof(s0), "ITERS_BELOW_2_32=%d and", v0);
-    snprintf(s1, sizeof(s1), "rank 1 with %d", v1);
+    snprintf(s1, sizeof(s1), "receiver, rank 1, with %d", v1);
     MPI_Request req;
     if (rank == 0)
         MPI_Psend_init(buf, PARTS, COUNT, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
@@ -148,9 +148,9 @@ int main(int argc, char *argv[])
                 MPI_Pready(p, req);
         int rc = wait_bounded(&req, it);
         if (differ && rank == 1) {
-            /* the receiver names the aid and both values ("Rank 0 runs with
-             * MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32=v0 and rank 1 with v1") */
-            const char *want[] = { "Rank 0 runs with MPIR_CVAR_PART_DEBUG_", s0, s1 };
+            /* the receiver names the aid and both values ("The sender, rank 0, runs with
+             * MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32=v0 and this receiver, rank 1, with v1") */
+            const char *want[] = { "sender, rank 0, runs with MPIR_CVAR_PART_DEBUG_", s0, s1 };
             errs += check_fail(rc, it, want, 3);
             for (int i = 0; i < PARTS * COUNT; i++)
                 if (buf[i] != SENTINEL) {
