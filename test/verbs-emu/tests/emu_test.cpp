@@ -1465,20 +1465,25 @@ std::pair<int, std::string> run_captured(const std::function<void()>& fn) {
   return {st, out};
 }
 
+// An RC QP on cq, never connected (RESET): for the leak checker's scenarios.
+ibv_qp* lone_qp(ibv_pd* pd, ibv_cq* cq, uint32_t send_wr) {
+  ibv_qp_init_attr ia{};
+  ia.send_cq = cq;
+  ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = send_wr;
+  ia.cap.max_recv_wr = 1;
+  ia.cap.max_send_sge = 1;
+  ia.cap.max_recv_sge = 1;
+  return ibv_create_qp(pd, &ia);
+}
+
 void t_leak_checker() {
   auto leaky = [] {
     ibv_context* c = open_dev();
     ibv_pd* pd = ibv_alloc_pd(c);
     ibv_cq* cq = ibv_create_cq(c, 4, nullptr, nullptr, 0);
-    ibv_qp_init_attr ia{};
-    ia.send_cq = cq;
-    ia.recv_cq = cq;
-    ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = 1;
-    ia.cap.max_recv_wr = 1;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    ibv_qp* qp = ibv_create_qp(pd, &ia);
+    ibv_qp* qp = lone_qp(pd, cq, 1);
     static char buf[64];
     ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof buf, 0);
     if (!qp || !mr) exit(2);
@@ -1516,15 +1521,7 @@ void t_destroy_unread() {
     ibv_context* c = open_dev();
     ibv_pd* pd = ibv_alloc_pd(c);
     ibv_cq* cq = ibv_create_cq(c, 4, nullptr, nullptr, 0);
-    ibv_qp_init_attr ia{};
-    ia.send_cq = cq;
-    ia.recv_cq = cq;
-    ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = 2;
-    ia.cap.max_recv_wr = 1;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    ibv_qp* qp = ibv_create_qp(pd, &ia);
+    ibv_qp* qp = lone_qp(pd, cq, 2);
     if (!qp || !cq || !pd) exit(2);
     ibv_qp_attr err{};
     err.qp_state = IBV_QPS_ERR;
