@@ -413,10 +413,8 @@ static void device_close(void)
         ibv_dereg_mr(vrb.mbox_mr);
     if (vrb.srq)
         ibv_destroy_srq(vrb.srq);
-    if (vrb.cq) {
-        cq_drain(0);    /* what is left (no wait) */
-        ibv_destroy_cq(vrb.cq);
-    }
+    if (vrb.cq)
+        ibv_destroy_cq(vrb.cq); /* (the queue pairs took what was left of theirs) */
     if (vrb.pd)
         ibv_dealloc_pd(vrb.pd);
     if (vrb.ctx)
