@@ -9,6 +9,9 @@
  * - MPI_Wait (MPI_Test in a loop every other iteration) returns an error of class
  *   MPI_ERR_TRUNCATE on both sides;
  * - the receive buffer stays untouched (nothing is sent);
+ * - on the receiver, in every other iteration before it completes, MPI_Parrived on each
+ *   partition returns that error too (MPI_ERR_TRUNCATE), never "arrived" with success for
+ *   data that never came (flag 0 while the answer is not known yet);
  * - on the sender, MPI_Pready of every partition succeeds, whether readied before or
  *   after the receiver's answer could have arrived.
  * Afterwards a pair of the right size on the same tag carries correct data.
@@ -60,6 +63,23 @@ static int complete(MPI_Request * req, MPI_Status * st, int use_test)
     return MPI_SUCCESS;
 }
 
+/* Receiver: poll MPI_Parrived on partition p until it answers (20 s at most). Before the
+ * plan it says "not yet"; then it must return the truncation, not flag 1 with success. */
+static void parrived_fails(MPI_Request req, int c, int it, int p)
+{
+    int flag = 0, err;
+    double t0 = MPI_Wtime();
+    do
+        err = MPI_Parrived(req, p, &flag);
+    while (err == MPI_SUCCESS && !flag && MPI_Wtime() - t0 < 20.0);
+    if (err_class(err) != MPI_ERR_TRUNCATE) {
+        fprintf(stderr, "rank 1 case %d iter %d: MPI_Parrived(%d) returned class %d with flag "
+                "%d, expected MPI_ERR_TRUNCATE (%d)\n", c, it, p, err_class(err), flag,
+                MPI_ERR_TRUNCATE);
+        errs++;
+    }
+}
+
 static void run_case(int c, int spart, int scount, int rpart, int rcount)
 {
     int stotal = spart * scount, rtotal = rpart * rcount;
@@ -91,6 +111,9 @@ static void run_case(int c, int spart, int scount, int rpart, int rcount)
             for (int i = 0; i < rtotal; i++)
                 buf[i] = SENTINEL;
             MPI_Start(&req);
+            if (it % 2 == 0)
+                for (int p = 0; p < rpart; p++)
+                    parrived_fails(req, c, it, p);
         }
         err = complete(&req, &st, it % 2);
         cls = err_class(err);

@@ -979,8 +979,14 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         mpi_errno = progress_all();
         MPIR_ERR_CHECK(mpi_errno);
         *flag = 0;
+    } else if (state == MPIDI_PART_ST_FAILED) {
+        /* the iteration failed (a refused plan: truncation, a size or base mismatch; a
+         * refusal): no partition arrived. Return what MPI_Wait will return, not "arrived"
+         * (set before the state, under the lock; an RDMA failure's code, below) */
+        *flag = 1;
+        mpi_errno = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
     } else {
-        *flag = 1;      /* nothing travels (EMPTY), or the iteration failed */
+        *flag = 1;      /* nothing travels (EMPTY) */
     }
 
   fn_arrived:
