@@ -10,6 +10,11 @@
  * - MPI_Wait at the iteration's end: the receiver's status names the sender, the tag and
  *   the element count. A second MPI_Test, and MPI_Wait, on the now inactive request: the
  *   empty status again (4.0.2 repeated the last iteration's), on both sides.
+ * - MPI_Request_get_status (maint/patches/0014): on the request never started, flag true
+ *   and the empty status; on the active request once its iteration is done (polled), flag
+ *   true and, on the receiver, the full status (sender, tag, count), twice in a row,
+ *   without inactivating it: MPI_Wait then still gives the full status; once inactive, the
+ *   empty status again. 4.0.2 left the caller's status untouched.
  * - Run with 2 processes.
  */
 
@@ -52,6 +57,57 @@ static void test_inactive(MPI_Request * req, const char *when)
     check_empty(&st, when);
 }
 
+/* MPI_Request_get_status on the inactive request: flag true, MPI_SUCCESS, the empty status */
+static void get_status_inactive(MPI_Request req, const char *when)
+{
+    MPI_Status st;
+    int flag = 0;
+    st.MPI_SOURCE = 77;
+    st.MPI_TAG = 77;
+    int rc = MPI_Request_get_status(req, &flag, &st);
+    if (rc != MPI_SUCCESS || !flag) {
+        fprintf(stderr, "rank %d, %s: MPI_Request_get_status: rc %d flag %d\n", rank, when, rc,
+                flag);
+        errs++;
+    }
+    check_empty(&st, when);
+}
+
+/* Receiver: the status of the completed iteration (sender 0, TAG, PARTS * COUNT ints) */
+static void check_full(MPI_Status * st, const char *when)
+{
+    int n = -1;
+    MPI_Get_count(st, MPI_INT, &n);
+    if (st->MPI_SOURCE != 0 || st->MPI_TAG != TAG || n != PARTS * COUNT) {
+        fprintf(stderr, "rank 1, %s: status source %d tag %d count %d, expected 0 %d %d\n",
+                when, st->MPI_SOURCE, st->MPI_TAG, n, TAG, PARTS * COUNT);
+        errs++;
+    }
+}
+
+/* MPI_Request_get_status on the active request until its iteration is done (20 s at most),
+ * then once more: both report it, the receiver's with the full status */
+static void get_status_done(MPI_Request req)
+{
+    for (int call = 0; call < 2; call++) {
+        MPI_Status st;
+        int flag = 0, rc;
+        double t0 = MPI_Wtime();
+        do {
+            st.MPI_SOURCE = 77;
+            st.MPI_TAG = 77;
+            rc = MPI_Request_get_status(req, &flag, &st);
+        } while (rc == MPI_SUCCESS && !flag && MPI_Wtime() - t0 < 20.0);
+        if (rc != MPI_SUCCESS || !flag) {
+            fprintf(stderr, "rank %d: MPI_Request_get_status on the active request, call %d: "
+                    "rc %d flag %d\n", rank, call, rc, flag);
+            errs++;
+        } else if (rank == 1) {
+            check_full(&st, call ? "MPI_Request_get_status again" : "MPI_Request_get_status");
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     int buf[PARTS * COUNT], rc, size;
@@ -75,6 +131,7 @@ int main(int argc, char **argv)
             MPI_Precv_init(buf, PARTS, COUNT, MPI_INT, 0, TAG, MPI_COMM_WORLD, MPI_INFO_NULL,
                            &req);
 
+        get_status_inactive(req, "MPI_Request_get_status, never started");
         test_inactive(&req, "never started");
 
         for (int i = 0; i < PARTS * COUNT; i++)
@@ -93,25 +150,21 @@ int main(int argc, char **argv)
         }
         if (rank == 0)
             MPI_Pready_range(0, PARTS - 1, req);
+        get_status_done(req);
         rc = MPI_Wait(&req, &st);
         if (rc != MPI_SUCCESS) {
             fprintf(stderr, "rank %d: MPI_Wait after the refused cancel: rc %d\n", rank, rc);
             errs++;
         }
         if (rank == 1) {
-            int n = -1;
-            MPI_Get_count(&st, MPI_INT, &n);
-            if (st.MPI_SOURCE != 0 || st.MPI_TAG != TAG || n != PARTS * COUNT) {
-                fprintf(stderr, "rank 1: status source %d tag %d count %d, expected 0 %d %d\n",
-                        st.MPI_SOURCE, st.MPI_TAG, n, TAG, PARTS * COUNT);
-                errs++;
-            }
+            check_full(&st, "MPI_Wait after MPI_Request_get_status");
             for (int i = 0; i < PARTS * COUNT; i++)
                 if (buf[i] != i * 3 + 1 && errs++ < 5)
                     fprintf(stderr, "rank 1: element %d is %d, expected %d\n", i, buf[i],
                             i * 3 + 1);
         }
 
+        get_status_inactive(req, "MPI_Request_get_status after completion");
         test_inactive(&req, "MPI_Test after completion");
         rc = MPI_Wait(&req, &st);
         if (rc != MPI_SUCCESS) {
