@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include "part_ploggp.h"
 
 namespace {
@@ -273,6 +275,59 @@ TEST(LoggpParse, LoadFromFile)
     std::remove(path);
     EXPECT_EQ(MPIDI_PART_loggp_load(path, "t", &t, &line), MPIDI_PART_LOGGP_EIO);
     EXPECT_EQ(line, 0);
+}
+
+TEST(LoggpParse, LoadRefusesWhatIsNotARegularFileWithoutBlocking)
+{
+    char dir[] = "/tmp/part_ploggp_dirXXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    const std::string fifo = std::string(dir) + "/fifo", big = std::string(dir) + "/big",
+                      nul = std::string(dir) + "/nul";
+    MPIDI_PART_loggp_t t;
+    int line = -1;
+    // a FIFO nobody writes: opening it for reading would wait for a writer
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(MPIDI_PART_loggp_load(fifo.c_str(), nullptr, &t, &line), MPIDI_PART_LOGGP_EIO);
+    EXPECT_EQ(line, 0);
+    EXPECT_EQ(MPIDI_PART_loggp_load(dir, nullptr, &t, &line), MPIDI_PART_LOGGP_EIO);
+    // one byte over the limit, whatever it holds; a NUL byte
+    FILE *f = std::fopen(big.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("transport t\n0 1 2 3 4 5e-5\n", f);
+    for (long i = std::ftell(f); i <= MPIDI_PART_LOGGP_MAX_FILE; ++i)
+        std::fputc('\n', f);
+    std::fclose(f);
+    EXPECT_EQ(MPIDI_PART_loggp_load(big.c_str(), "t", &t, &line), MPIDI_PART_LOGGP_EIO);
+    ASSERT_EQ(truncate(big.c_str(), MPIDI_PART_LOGGP_MAX_FILE), 0);   // at the limit: fine
+    EXPECT_EQ(MPIDI_PART_loggp_load(big.c_str(), "t", &t, &line), MPIDI_PART_LOGGP_OK);
+    f = std::fopen(nul.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("transport t\n0 1 2 3 4 5e-5\n", f);
+    std::fputc(0, f);
+    std::fclose(f);
+    EXPECT_EQ(MPIDI_PART_loggp_load(nul.c_str(), "t", &t, &line), MPIDI_PART_LOGGP_EIO);
+    std::remove(fifo.c_str());
+    std::remove(big.c_str());
+    std::remove(nul.c_str());
+    rmdir(dir);
+}
+
+TEST(LoggpParse, EveryCodeHasItsOwnWords)
+{
+    std::vector<std::string> seen;
+    for (int code = MPIDI_PART_LOGGP_ESYNTAX; code <= MPIDI_PART_LOGGP_EIO; ++code) {
+        const std::string w = MPIDI_PART_loggp_strerror(code);
+        EXPECT_GT(w.size(), 10u) << code;
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), w), 0) << code << ": " << w;
+        EXPECT_NE(w, MPIDI_PART_loggp_strerror(-1)) << code;
+        seen.push_back(w);
+    }
+    // an empty file, and headers without rows: code 7, which the old message left out
+    MPIDI_PART_loggp_t t;
+    int line = -1;
+    EXPECT_EQ(MPIDI_PART_loggp_parse("", nullptr, &t, &line), MPIDI_PART_LOGGP_EEMPTY);
+    EXPECT_EQ(MPIDI_PART_loggp_parse("transport a\ntransport b\n", nullptr, &t, &line),
+              MPIDI_PART_LOGGP_EEMPTY);
 }
 
 TEST(LoggpParse, BuiltinTablesAreWellFormed)

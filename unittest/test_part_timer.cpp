@@ -290,6 +290,24 @@ TEST(PartTimer, DefaultTimeoutFromTheModel)
     }
 }
 
+TEST(PartTimer, DefaultTimeoutAtMostTheLongestDeadline)
+{
+    // a parameter file may hold any finite value: L, o and g of 0.6 s give 2.4 s, whose
+    // nanoseconds do not fit the engine's int32_t (they wrapped negative: timer off)
+    MPIDI_PART_loggp_t t{};
+    t.nsegs = 1;
+    t.seg[0] = {0, 6e5, 6e5, 6e5, 6e5, 1e-4};
+    const double x = MPIDI_PART_timer_default_timeout(&t, -1, 1024);
+    EXPECT_DOUBLE_EQ(x, MPIDI_PART_TIMER_MAX_US);
+    EXPECT_LE(x * 1000.0 + 0.5, (double) INT32_MAX);
+    t.seg[0] = {0, 1e300, 1e300, 1e300, 1e300, 1.0};
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, -1, 1024), MPIDI_PART_TIMER_MAX_US);
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, 1e9, 1024), MPIDI_PART_TIMER_MAX_US);
+    // below it, unchanged
+    t.seg[0] = {0, 4e5, 4e5, 4e5, 4e5, 1e-4};
+    EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, -1, 1024), 1.6e6);
+}
+
 TEST(PartTimer, FlushSendsWhatWaitsWhateverTheDeadline)
 {
     Group G(6, 1000.0);

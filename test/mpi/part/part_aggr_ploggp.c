@@ -24,13 +24,17 @@
  * - -tagonly: the file holds only "shm" and "net"; an RDMA operation must then be planned
  *   with the engine's built-in RDMA table (MPIDI_PART_loggp_builtin), not with those;
  * - -badfile: a parameter file with a malformed line 3 makes MPI_Precv_init fail with
- *   MPI_ERR_OTHER and a message naming the file and the line; no request is created;
+ *   MPI_ERR_OTHER and a message naming the file, the line and the fault in words; no
+ *   request is created; -fifo: the "file" is a FIFO nobody writes (opening it for reading
+ *   would block: MPI_Precv_init hung), -empty: an empty file; both fail the same way at
+ *   line 0 with their reason;
  * - every received byte is checked every iteration.
  */
 #include "mpi.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "mpitest.h"
 /* the engine's pure model, compiled into this test (no MPICH header in it) */
@@ -58,9 +62,20 @@ int main(int argc, char **argv)
 {
     char path[64];
     int badfile = 0, none = 0, tagonly = 0, provided;
+    const char *want_line = "line 3", *want_why = "not six numbers";
 
     for (int i = 1; i < argc; i++) {
         badfile |= strcmp(argv[i], "-badfile") == 0;
+        if (strcmp(argv[i], "-fifo") == 0) {
+            badfile = 2;
+            want_line = "line 0";
+            want_why = "is not a regular file";
+        }
+        if (strcmp(argv[i], "-empty") == 0) {
+            badfile = 3;
+            want_line = "line 0";
+            want_why = "no table with a segment";
+        }
         tagonly |= strcmp(argv[i], "-tagonly") == 0;
         none |= strcmp(argv[i], "-none") == 0;
     }
@@ -68,18 +83,26 @@ int main(int argc, char **argv)
     const char *pr = getenv("PMI_RANK");
     snprintf(path, sizeof(path), "/tmp/part_aggr_ploggp.%d.%s.loggp", (int) getpid(),
              pr ? pr : "x");
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
+    FILE *f = NULL;
+    if (badfile == 2) {
+        if (mkfifo(path, 0600) != 0) {
+            fprintf(stderr, "cannot make the FIFO %s\n", path);
+            return 1;
+        }
+    } else if ((f = fopen(path, "w")) == NULL) {
         fprintf(stderr, "cannot write %s\n", path);
         return 1;
     }
-    if (badfile)
+    if (badfile >= 2)
+        ;       /* nothing to write */
+    else if (badfile)
         fputs("transport shm\n0 0.2 5.0 5.0 0.5 1.0e-4\n65536 1.0 twenty 20 2 1e-4\n", f);
     else if (tagonly)   /* the text up to the first RDMA table */
         fwrite(table_text, 1, strstr(table_text, "transport rdma-") - table_text, f);
     else
         fputs(table_text, f);
-    fclose(f);
+    if (f)
+        fclose(f);
     setenv("MPIR_CVAR_PART_AGGREGATOR", none ? "none" : "ploggp", 1);
     setenv("MPIR_CVAR_PART_LOGGP_FILE", path, 1);
     /* the layout planned at match for the assumed spread, on every transport (the default
@@ -99,9 +122,11 @@ int main(int argc, char **argv)
             rc = MPI_Precv_init(buf, 4, 16, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
             MPI_Error_class(rc, &cls);
             MPI_Error_string(rc, msg, &len);
-            if (cls != MPI_ERR_OTHER || strstr(msg, path) == NULL || strstr(msg, "line 3") == NULL) {
+            if (cls != MPI_ERR_OTHER || strstr(msg, path) == NULL ||
+                strstr(msg, want_line) == NULL || strstr(msg, want_why) == NULL) {
                 fprintf(stderr, "bad file: class %d (expected MPI_ERR_OTHER), message '%s' "
-                        "(expected the path %s and line 3)\n", cls, msg, path);
+                        "(expected the path %s, %s and '%s')\n", cls, msg, path, want_line,
+                        want_why);
                 errs++;
             }
             if (req != MPI_REQUEST_NULL) {

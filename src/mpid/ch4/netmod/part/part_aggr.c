@@ -86,8 +86,11 @@ cvars:
         partition of a running iteration, nor ones readied further apart than
         MPIR_CVAR_PART_AGGR_TIMEOUT_US when it is set) and tells the receiver, once. 0: no
         observation (and on the RDMA transports no timer): the layout is planned at match
-        for MPIR_CVAR_PART_AGGR_SPREAD_US. Read by MPI_Precv_init; the receiver's value
-        decides; negative values: MPI_ERR_ARG.
+        for MPIR_CVAR_PART_AGGR_SPREAD_US, and may merge partitions readied apart: a
+        program that readies a partition only after the receiver's MPI_Parrived saw an
+        earlier one then waits for ever (as with MPICH's own partitioned communication,
+        which sends after the last MPI_Pready). Read by MPI_Precv_init; the receiver's
+        value decides; negative values: MPI_ERR_ARG.
 
     - name        : MPIR_CVAR_PART_AGGR_SPREAD_US
       category    : CH4_PART
@@ -289,7 +292,8 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
         int err = tables.err, line = tables.line;
         MPIDI_PART_UNLOCK();
         MPIR_ERR_CHKANDJUMP3(err, mpi_errno, MPI_ERR_OTHER, "**partloggp",
-                             "**partloggp %s %d %d", tables.path, line, err);
+                             "**partloggp %s %d %s", tables.path, line,
+                             MPIDI_PART_loggp_strerror(err));
     }
 
   fn_exit:
@@ -352,6 +356,13 @@ static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_par
     if (send_parts > (int32_t) MPIDI_PART_IMM_TIMER_PARTS || k_max < 1 || k > k_max) {
         op->timer_ns = -1;      /* not expressible: plain layout */
         op->aggregator = MPIDI_PART_AGGR_PLOGGP;
+        /* nothing here adapts to the MPI_Pready times (no timer, no re-plan on RDMA), so a
+         * merge planned for the expected spread could make readied partitions wait for
+         * ones the program readies only after it saw those arrive (2048 partitions over
+         * verbs and libfabric hung; found 2026-12-01): every gcd-message alone, unless
+         * the user sized the groups */
+        if (op->aggr_size <= 0)
+            return 0;
         return MPIDI_PART_aggr_limit(op, bytes, send_parts, n, max_msgs);
     }
     if (k * per_gcd < 2) {

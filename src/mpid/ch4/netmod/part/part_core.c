@@ -783,10 +783,17 @@ static inline int msg_complete(MPIDI_PART_op_t * op, int m)
     return held ? MPI_SUCCESS : op->tp->send(op, m);
 }
 
-static int ready_twice_error(int p)
+/* Partition p, entry i of the call's n, was readied before: the entries before it were
+ * readied (they may be on the wire already), the rest were not; a range's or list's error
+ * says so */
+static int ready_twice_error(int p, int i, int n)
 {
+    if (n == 1)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_ARG, "**partreadytwice", "**partreadytwice %d", p);
     return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                MPI_ERR_ARG, "**partreadytwice", "**partreadytwice %d", p);
+                                MPI_ERR_ARG, "**partreadytwicein", "**partreadytwicein %d %d %d",
+                                p, i, n - i - 1);
 }
 
 static int pready(MPIR_Request * request, int n, int lo, const int *list)
@@ -829,7 +836,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             if (rc == MPIDI_PART_READY_LAST) {
                 last = 1;
             } else if (rc == MPIDI_PART_READY_TWICE) {
-                mpi_errno = ready_twice_error(p);
+                mpi_errno = ready_twice_error(p, i, n);
                 break;
             }
         }
@@ -858,7 +865,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             mpi_errno = MPIDI_PART_rtimer_ready(op, titer, i - first, lo + first,
                                                 list ? list + first : NULL);
         if (twice >= 0)
-            mpi_errno = ready_twice_error(twice);
+            mpi_errno = ready_twice_error(twice, i, n);
         MPIR_ERR_CHECK(mpi_errno);
     }
 #endif
@@ -874,7 +881,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
                 obs[obs_nmsgs + m] = MPIDI_PART_now_ns() - t_in;
             }
         } else if (unlikely(m == MPIDI_PART_READY_TWICE)) {
-            mpi_errno = ready_twice_error(p);
+            mpi_errno = ready_twice_error(p, i, n);
             goto fn_fail;
         }
     }

@@ -11,6 +11,7 @@
 #include "part_plan.h"
 #include "part_state.h"
 #include "part_tagspace.h"
+#include "part_timer.h"
 #include "part_wire.h"
 #include <time.h>
 
@@ -55,7 +56,7 @@ enum MPIDI_PART_aggregator {
     MPIDI_PART_AGGR_TIMER       /* RDMA: groups split by a deadline (part_rdma_timer.c) */
 };
 
-#define MPIDI_PART_TIMEOUT_MAX_US 2000000       /* MPIR_CVAR_PART_AGGR_TIMEOUT_US */
+#define MPIDI_PART_TIMEOUT_MAX_US MPIDI_PART_TIMER_MAX_US     /* part_timer.h */
 
 /* What carries an operation's wire messages, for the model's LogGP table (part_aggr.c) */
 enum MPIDI_PART_model_path {

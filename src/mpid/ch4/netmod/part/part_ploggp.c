@@ -61,11 +61,14 @@
  * Measured with tools/part-calibrate on the development machine (2 cores, Debian 12,
  * Debian's stock MPICH 4.0.2 over UCX); date and commands at the tables.
  */
+#include <fcntl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "part_ploggp.h"
 
 /* ---- built-in tables -------------------------------------------------------------------- */
@@ -363,25 +366,69 @@ int MPIDI_PART_loggp_parse(const char *text, const char *transport, MPIDI_PART_l
 int MPIDI_PART_loggp_load(const char *path, const char *transport, MPIDI_PART_loggp_t * out,
                           int *line)
 {
-    enum { MAX_FILE = 1 << 20 };
-    FILE *f = fopen(path, "rb");
+    enum { MAX_FILE = MPIDI_PART_LOGGP_MAX_FILE };
+    struct stat sb;
     char *buf;
-    size_t n;
+    size_t n = 0;
     int rc;
 
     *line = 0;
-    if (!f)
+    /* not blocking: opening a FIFO for reading waits for a writer (MPI_Precv_init hung) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return MPIDI_PART_LOGGP_EIO;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > MAX_FILE) {
+        close(fd);
+        return MPIDI_PART_LOGGP_EIO;
+    }
     buf = (char *) malloc(MAX_FILE + 1);
-    n = buf ? fread(buf, 1, MAX_FILE + 1, f) : 0;
-    rc = (!buf || ferror(f) || n > MAX_FILE || memchr(buf, 0, n)) ? MPIDI_PART_LOGGP_EIO : 0;
-    fclose(f);
+    rc = buf ? 0 : MPIDI_PART_LOGGP_EIO;
+    while (rc == 0 && n < MAX_FILE + 1) {
+        ssize_t got = read(fd, buf + n, MAX_FILE + 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            rc = MPIDI_PART_LOGGP_EIO;
+        if (got <= 0)
+            break;
+        n += (size_t) got;
+    }
+    if (rc == 0 && (n > MAX_FILE || memchr(buf, 0, n)))
+        rc = MPIDI_PART_LOGGP_EIO;
+    close(fd);
     if (rc == 0) {
         buf[n] = 0;
         rc = MPIDI_PART_loggp_parse(buf, transport, out, line);
     }
     free(buf);
     return rc;
+}
+
+const char *MPIDI_PART_loggp_strerror(int code)
+{
+    switch (code) {
+        case MPIDI_PART_LOGGP_OK:
+            return "no error";
+        case MPIDI_PART_LOGGP_ESYNTAX:
+            return "not six numbers, not a number, or a bad header line";
+        case MPIDI_PART_LOGGP_EVALUE:
+            return "a NaN, infinite or negative value";
+        case MPIDI_PART_LOGGP_EORDER:
+            return "message sizes not strictly increasing within a table";
+        case MPIDI_PART_LOGGP_ETOOMANY:
+            return "more segments in a table than the engine holds";
+        case MPIDI_PART_LOGGP_EDUP:
+            return "the same table twice";
+        case MPIDI_PART_LOGGP_ENOTFOUND:
+            return "no table for the transport";
+        case MPIDI_PART_LOGGP_EEMPTY:
+            return "no table with a segment (an empty file, or headers without rows)";
+        case MPIDI_PART_LOGGP_EIO:
+            return "cannot be read (it cannot be opened, is not a regular file, is larger "
+                "than 1 MiB or holds a NUL byte)";
+        default:
+            return "unknown error";
+    }
 }
 
 int64_t MPIDI_PART_loggp_eager_limit(const MPIDI_PART_loggp_t * t)

@@ -82,10 +82,16 @@ int64_t MPIDI_PART_loggp_eager_limit(const MPIDI_PART_loggp_t * t);
 int MPIDI_PART_loggp_parse(const char *text, const char *transport, MPIDI_PART_loggp_t * out,
                            int *line);
 
-/* The same from a file; MPIDI_PART_LOGGP_EIO (line 0) when it cannot be read. */
+/* The same from a file; MPIDI_PART_LOGGP_EIO (line 0) when it cannot be read: it cannot
+ * be opened, is not a regular file (a FIFO, a directory, a device: it is opened without
+ * blocking and never read), is larger than MPIDI_PART_LOGGP_MAX_FILE or holds a NUL byte. */
 #define MPIDI_PART_LOGGP_EIO       8
+#define MPIDI_PART_LOGGP_MAX_FILE  (1 << 20)
 int MPIDI_PART_loggp_load(const char *path, const char *transport, MPIDI_PART_loggp_t * out,
                           int *line);
+
+/* What a return code of the parser or the loader means, in words (for error messages). */
+const char *MPIDI_PART_loggp_strerror(int code);
 
 /* ---- the model ------------------------------------------------------------------------- */
 

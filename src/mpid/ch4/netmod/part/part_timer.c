@@ -159,5 +159,6 @@ double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg
 {
     const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, part_bytes < 0 ? 0 : part_bytes);
     const double c = msg_cost >= 0 ? msg_cost : P->o_s + P->o_r;
-    return (P->g > P->o_s ? P->g : P->o_s) + P->o_r + c;
+    const double us = (P->g > P->o_s ? P->g : P->o_s) + P->o_r + c;
+    return us < MPIDI_PART_TIMER_MAX_US ? us : MPIDI_PART_TIMER_MAX_US;
 }

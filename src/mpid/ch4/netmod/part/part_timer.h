@@ -173,11 +173,18 @@ static inline int MPIDI_PART_tgroup_all_sent(const MPIDI_PART_tgroup_t * g)
     return g->nsent == g->nparts;
 }
 
+/* The longest deadline (us): MPIR_CVAR_PART_AGGR_TIMEOUT_US's upper bound, and the
+ * default's (a deadline in ns must fit the engine's int32_t). */
+#define MPIDI_PART_TIMER_MAX_US 2000000
+
 /* The default timeout (us) for a group whose user partitions have part_bytes bytes each:
  * the cost of the one extra write that firing typically adds in the many-before-one case
  * (the laggard's own), max(g, o_s) + o_r + c at part_bytes, with c the model's per-message
  * cost (msg_cost < 0: o_s + o_r). Waiting that long and then firing costs at most twice
- * the better of "wait for all" and "send at once" (ski rental). */
+ * the better of "wait for all" and "send at once" (ski rental). At most
+ * MPIDI_PART_TIMER_MAX_US (a parameter file may hold any finite value: one with L, o and
+ * g of 0.6 s made 2.4 s, whose nanoseconds wrapped negative in an int32_t and turned the
+ * timer off, so that a group waited for its last partition; found 2026-12-01). */
 double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,
                                         int64_t part_bytes);
 

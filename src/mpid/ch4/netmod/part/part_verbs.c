@@ -109,7 +109,8 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         Writes the verbs transport keeps posted at a time (the process's send queues
-        together; 16 to 16384). More wait in order and go as completions return.
+        together; 16 to 16384, and at most the device's max_qp_wr: values outside are
+        taken as the nearest bound). More wait in order and go as completions return.
 
     - name        : MPIR_CVAR_PART_VERBS_RECV_DEPTH
       category    : CH4_PART
@@ -119,8 +120,9 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_DETAIL
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Receive work requests kept posted on the shared receive queue (16 to 16384); each
-        incoming write with immediate data consumes one, progress replenishes them.
+        Receive work requests kept posted on the shared receive queue (16 to 16384, and
+        at most the device's max_srq_wr: values outside are taken as the nearest bound);
+        each incoming write with immediate data consumes one, progress replenishes them.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -521,8 +523,20 @@ static void device_open(void)
     }
     vrb.nqp = clamp(MPIR_CVAR_PART_VERBS_QPS > 0 ? MPIR_CVAR_PART_VERBS_QPS :
                     MPIDI_global.n_vcis, 1, VRB_MAX_QPS);
-    vrb.tx_budget = clamp(MPIR_CVAR_PART_VERBS_SEND_DEPTH, 16, 16384);
-    vrb.rx_depth = clamp(MPIR_CVAR_PART_VERBS_RECV_DEPTH, 16, 16384);
+    /* the depths within 16..16384 and the device's limits (an emulated device's 8192 made
+     * a send depth of 16384 fail ibv_create_qp with EINVAL; found 2026-12-01); the
+     * completion queue holds both */
+    struct ibv_device_attr da;
+    errno = 0;
+    VRB_TRY(ibv_query_device(vrb.ctx, &da) == 0, "ibv_query_device");
+    vrb.tx_budget = clamp(MPIR_CVAR_PART_VERBS_SEND_DEPTH, 16,
+                          da.max_qp_wr > 16 && da.max_qp_wr < 16384 ? da.max_qp_wr : 16384);
+    vrb.rx_depth = clamp(MPIR_CVAR_PART_VERBS_RECV_DEPTH, 16,
+                         da.max_srq_wr > 16 && da.max_srq_wr < 16384 ? da.max_srq_wr : 16384);
+    if (da.max_cqe > 32 && vrb.tx_budget + vrb.rx_depth > da.max_cqe) {
+        vrb.rx_depth = clamp(da.max_cqe - vrb.tx_budget, 16, vrb.rx_depth);
+        vrb.tx_budget = clamp(da.max_cqe - vrb.rx_depth, 16, vrb.tx_budget);
+    }
 
     errno = 0;
     VRB_TRY(vrb.pd = ibv_alloc_pd(vrb.ctx), "ibv_alloc_pd");
@@ -541,8 +555,10 @@ static void device_open(void)
     __atomic_store_n(&vrb.state, VRB_UP, __ATOMIC_RELEASE);
     if (MPIR_CVAR_DEBUG_SUMMARY && !vrb.probe)
         fprintf(stderr, "[%d] partitioned engine: RDMA transport over verbs device %s port %d "
-                "(LID %u, %s, %d queue pairs per peer)\n", MPIR_Process.rank, vrb.dev,
-                vrb.port, vrb.lid, vrb.use_gid ? "GID routing" : "LID routing", vrb.nqp);
+                "(LID %u, %s, %d queue pairs per peer, send depth %d, receive depth %d)\n",
+                MPIR_Process.rank, vrb.dev, vrb.port, vrb.lid,
+                vrb.use_gid ? "GID routing" : "LID routing", vrb.nqp, vrb.tx_budget,
+                vrb.rx_depth);
     return;
 
   fail:
