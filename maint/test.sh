@@ -287,9 +287,11 @@ calibrate() {
 partdir=$top/src/mpid/ch4/netmod/part       # the fit is the engine's (part_loggp_fit.c)
 if "$PREFIX/bin/mpicc" -O2 -Wall -Wextra -c -o "$cal-fit.o" "$partdir/part_loggp_fit.c" \
         > "$RESULTS/calibrate-build.log" 2>&1 \
+   && "$PREFIX/bin/mpicc" -O2 -Wall -Wextra -c -o "$cal-model.o" "$partdir/part_ploggp.c" \
+        >> "$RESULTS/calibrate-build.log" 2>&1 \
    && "$PREFIX/bin/mpicxx" -std=c++17 -O2 -Wall -Wextra -DPART_CALIBRATE_OFI -I"$partdir" \
         -o "$cal" "$top/tools/part-calibrate/part_calibrate.cpp" \
-        "$top/tools/part-calibrate/loggp_fit.cpp" "$cal-fit.o" \
+        "$top/tools/part-calibrate/loggp_fit.cpp" "$cal-fit.o" "$cal-model.o" \
         "$top/tools/part-calibrate/ofi_link.cpp" -lfabric -lm >> "$RESULTS/calibrate-build.log" 2>&1 \
    && rm -f "$calfile" \
    && calibrate calibrate.log "^protocol switch between .* bytes (o_s" -t shm -s 1K,4K,16K -r 5 \
@@ -312,6 +314,44 @@ else
         "$RESULTS/calibrate-rdma-demo.log" 2>/dev/null || true
     record calibrate 0 1
 fi
+
+# The tool's refusals, before it measures (a few seconds): each bad input stops it with exit
+# status 2 and a line that names the input; a file that cannot be written (/dev/full)
+# fails the run (status 1) instead of reporting success; -a with a table the file has
+# already is refused (the engine would refuse the file); a third rank's run with -f does
+# not hang (it took part in a barrier of the two ranks' link setup).
+step "calibration tool's refusals (bad options, unwritable output, a duplicate table, 3 ranks)"
+calbad() {      # calbad WANT_RC PATTERN ARGS...: rc and a line matching PATTERN
+    want=$1 pat=$2; shift 2
+    out=$(timeout 60 "$PREFIX/bin/mpiexec" -n 2 "$cal" "$@" 2>&1); rc=$?
+    echo "$ part_calibrate $* -> $rc" >> "$RESULTS/calibrate-refusals.log"
+    echo "$out" >> "$RESULTS/calibrate-refusals.log"
+    [ "$rc" -eq "$want" ] && echo "$out" | grep -q -- "$pat" && return 0
+    echo "    part_calibrate $*: status $rc (expected $want), wanted a line matching '$pat'"
+    return 1
+}
+: > "$RESULTS/calibrate-refusals.log"
+printf 'transport shm\n0 1 2 3 4 5e-5\n' > "$BUILD_DIR/dup.loggp"
+p=0 f=0
+for c in "2|-n 1: not a number|-n 1" "2|-s 8,1073741824M: not a list|-s 8,1073741824M" \
+         "2|at most 31 characters|-t abcdefghijabcdefghijabcdefghijab" \
+         "2|'-bogus': unknown option|-bogus" "2|'-o': needs a value|-o" \
+         "2|x: No such file or directory|-o /nonexistent-dir/x" \
+         "1|writing /dev/full failed|-s 1K,4K -R -r 3 -o /dev/full -t shm" \
+         "2|has a table of that name already|-s 1K -R -r 3 -a -o $BUILD_DIR/dup.loggp -t shm"; do
+    IFS='|' read -r want pat args <<< "$c"
+    # shellcheck disable=SC2086 # args are words
+    if [ -x "$cal" ] && calbad "$want" "$pat" $args; then p=$((p + 1)); else f=$((f + 1)); fi
+done
+if [ -x "$cal" ] && timeout 60 "$PREFIX/bin/mpiexec" -n 3 "$cal" -s 1K,4K -R -r 3 -f shm \
+        >> "$RESULTS/calibrate-refusals.log" 2>&1; then
+    p=$((p + 1))
+else
+    echo "    part_calibrate -f shm with 3 ranks did not finish cleanly in 60 s"
+    f=$((f + 1))
+fi
+echo "    $p passed, $f failed"
+record calibrate-refusals "$p" "$f"
 
 # ---- benchmark smoke run ------------------------------------------------------------------
 step "benchmark suite smoke run (bench/run.sh --smoke: tiny sweep, data verified)"

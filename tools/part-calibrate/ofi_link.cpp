@@ -170,7 +170,11 @@ class OfiLink : public Link {
         rkey_ = peer[2];
         if (fi_av_insert(av_, theirs.data(), 1, &peer_, 0, nullptr) != 1)
             throw std::runtime_error("fi_av_insert of the partner's endpoint failed");
-        MPI_Barrier(MPI_COMM_WORLD);
+        // both have the other's address before either writes: the two ranks only (a
+        // barrier of MPI_COMM_WORLD hung a third rank's run, which never makes a link)
+        char a = 0, b;
+        MPI_Sendrecv(&a, 1, MPI_CHAR, partner_, 73, &b, 1, MPI_CHAR, partner_, 73,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
 
     void reg(std::vector<char> &buf, uint64_t access, uint64_t want_key, uint64_t mrm, fid_mr **mr)

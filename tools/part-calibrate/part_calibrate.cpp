@@ -28,8 +28,10 @@
 
 #include "loggp_fit.hpp"
 #include "ofi_link.hpp"
+#include "part_ploggp.h"        // MPIDI_PART_loggp_parse, the name limit: what the engine reads
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -354,6 +356,8 @@ bool parse_sizes(const char *arg, std::vector<int64_t> & out)
             v <<= 10, ++end;
         else if (*end == 'M' || *end == 'm')
             v <<= 20, ++end;
+        if (v > (1LL << 30))    // the limit holds for the size, not the number before K/M
+            return false;
         if (!out.empty() && v <= out.back())
             return false;
         out.push_back(v);
@@ -366,7 +370,20 @@ bool parse_sizes(const char *arg, std::vector<int64_t> & out)
     return !out.empty() && out.size() <= (size_t) kMaxSizes;
 }
 
-bool parse_options(int argc, char **argv, Options & o)
+// a decimal integer in lo..hi, all of arg
+bool parse_int(const char *arg, int lo, int hi, int &out)
+{
+    char *end;
+    errno = 0;
+    const long v = std::strtol(arg, &end, 10);
+    if (end == arg || *end || errno || v < lo || v > hi)
+        return false;
+    out = (int) v;
+    return true;
+}
+
+// Options, or an empty string; otherwise what is wrong with them (printed by rank 0)
+std::string parse_options(int argc, char **argv, Options & o)
 {
     parse_sizes("8,16,64,256,1K,4K,16K,64K,256K,1M,4M", o.sizes);
     for (int i = 1; i < argc; ++i) {
@@ -382,21 +399,62 @@ bool parse_options(int argc, char **argv, Options & o)
             o.transport = argv[++i];
         else if (a == "-f" && has)
             o.provider = argv[++i];
-        else if (a == "-n" && has)
-            o.n = std::atoi(argv[++i]);
-        else if (a == "-r" && has)
-            o.reps = std::atoi(argv[++i]);
-        else if (a == "-s" && has) {
+        else if (a == "-n" && has) {
+            if (!parse_int(argv[++i], 2, 100000, o.n))
+                return "-n " + std::string(argv[i]) + ": not a number of messages in 2..100000";
+        } else if (a == "-r" && has) {
+            if (!parse_int(argv[++i], 1, 100000, o.reps))
+                return "-r " + std::string(argv[i]) + ": not a number of rounds in 1..100000";
+        } else if (a == "-s" && has) {
             if (!parse_sizes(argv[++i], o.sizes))
-                return false;
-        } else
-            return false;
+                return "-s " + std::string(argv[i]) + ": not a list of ascending sizes of at "
+                    "most 1G (1073741824) bytes, at most " + std::to_string(kMaxSizes) +
+                    " of them";
+        } else {
+            const bool takes = a == "-o" || a == "-t" || a == "-f" || a == "-n" || a == "-r" ||
+                a == "-s";
+            return "'" + a + "'" + (takes ? ": needs a value" : ": unknown option");
+        }
     }
-    return o.n >= 2 && o.reps >= 1 && !o.transport.empty() &&
-        o.transport.find_first_of(" \t#") == std::string::npos;
+    // the name as the engine's parser reads it (one word, no '#', shorter than its limit)
+    if (o.transport.empty() || o.transport.find_first_of(" \t#") != std::string::npos ||
+        o.transport.size() >= MPIDI_PART_LOGGP_NAME_MAX)
+        return "-t " + o.transport + ": a transport name is one word without '#', at most " +
+            std::to_string(MPIDI_PART_LOGGP_NAME_MAX - 1) + " characters";
+    return "";
 }
 
-void report(const Options & o, const std::vector<Point> & p, const std::vector<size_t> & starts,
+// Before measuring: the output file can be written, and -a does not add a table the file
+// has already (the engine refuses a file with the same table twice). Empty: fine.
+std::string check_output(const Options & o)
+{
+    if (o.out.empty())
+        return "";
+    if (o.append) {
+        if (FILE *f = std::fopen(o.out.c_str(), "r")) {
+            std::string text;
+            char chunk[4096];
+            size_t got;
+            while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+                text.append(chunk, got);
+            std::fclose(f);
+            MPIDI_PART_loggp_t t;
+            int line = 0;
+            if (MPIDI_PART_loggp_parse(text.c_str(), o.transport.c_str(), &t, &line) !=
+                MPIDI_PART_LOGGP_ENOTFOUND)
+                return "-a -t " + o.transport + ": " + o.out + " has a table of that name "
+                    "already, or does not parse (the engine would refuse it)";
+        }
+    }
+    FILE *f = std::fopen(o.out.c_str(), "a");   // creates it; writes nothing
+    if (!f)
+        return o.out + ": " + std::strerror(errno);
+    std::fclose(f);
+    return "";
+}
+
+// prints the table; writes the file when -o names one. false: it could not be written.
+bool report(const Options & o, const std::vector<Point> & p, const std::vector<size_t> & starts,
             const std::string & cmdline)
 {
     std::printf("%10s %10s %10s %10s %9s %9s %9s %9s   piece: g [us]  G [us/B]\n", "bytes",
@@ -410,11 +468,11 @@ void report(const Options & o, const std::vector<Point> & p, const std::vector<s
         std::printf("\n");
     }
     if (o.out.empty())
-        return;
+        return true;
     FILE *f = std::fopen(o.out.c_str(), o.append ? "a" : "w");
     if (!f) {
         std::perror(o.out.c_str());
-        return;
+        return false;
     }
     char date[32], ver[MPI_MAX_LIBRARY_VERSION_STRING];
     const std::time_t t = std::time(nullptr);
@@ -435,8 +493,14 @@ void report(const Options & o, const std::vector<Point> & p, const std::vector<s
                  "# %s\n# MPI: %.100s\n# messages: %s\n", date, o.n, o.reps, load,
                  cmdline.c_str(), ver, link->describe().c_str());
     calib::write_table(f, o.transport, p);
-    std::fclose(f);
+    const bool bad = std::ferror(f) != 0;
+    if (std::fclose(f) != 0 || bad) {     // a full disk shows here (/dev/full)
+        std::fprintf(stderr, "part_calibrate: writing %s failed: %s\n", o.out.c_str(),
+                     std::strerror(errno));
+        return false;
+    }
     std::printf("wrote %s (transport %s)\n", o.out.c_str(), o.transport.c_str());
+    return true;
 }
 
 }  // namespace
@@ -448,12 +512,17 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     Options opt;
-    const bool ok = parse_options(argc, argv, opt);
-    if (!ok || size < 2) {
+    std::string why = parse_options(argc, argv, opt);
+    if (why.empty() && size < 2)
+        why = "part_calibrate needs 2 ranks";
+    if (why.empty() && rank == 0)
+        why = check_output(opt);
+    int bad = !why.empty();     // rank 0's output check decides for all
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (bad) {
         if (rank == 0) {
             usage();
-            if (size < 2)
-                std::fprintf(stderr, "part_calibrate needs 2 ranks\n");
+            std::fprintf(stderr, "part_calibrate: %s\n", why.c_str());
         }
         MPI_Finalize();
         return 2;
@@ -500,11 +569,12 @@ int main(int argc, char **argv)
         cmd += "mpiexec -n 2";
         for (int i = 0; i < argc; ++i)
             cmd += std::string(" ") + argv[i];
-        report(opt, pts, starts, cmd);
+        if (!report(opt, pts, starts, cmd))
+            bad = 1;
     }
     MPI_Barrier(MPI_COMM_WORLD);       // both done timing before either closes its endpoint
     link.reset();
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
-    return 0;
+    return bad ? 1 : 0;
 }
