@@ -319,7 +319,8 @@ fi
 # status 2 and a line that names the input; a file that cannot be written (/dev/full)
 # fails the run (status 1) instead of reporting success; -a with a table the file has
 # already is refused (the engine would refuse the file); a third rank's run with -f does
-# not hang (it took part in a barrier of the two ranks' link setup).
+# not hang (it took part in a barrier of the two ranks' link setup), nor does one whose
+# provider does not open.
 step "calibration tool's refusals (bad options, unwritable output, a duplicate table, 3 ranks)"
 calbad() {      # calbad WANT_RC PATTERN ARGS...: rc and a line matching PATTERN
     want=$1 pat=$2; shift 2
@@ -348,6 +349,17 @@ if [ -x "$cal" ] && timeout 60 "$PREFIX/bin/mpiexec" -n 3 "$cal" -s 1K,4K -R -r 
     p=$((p + 1))
 else
     echo "    part_calibrate -f shm with 3 ranks did not finish cleanly in 60 s"
+    f=$((f + 1))
+fi
+# a provider that does not open, with 3 ranks: status 1 on every rank, no hang (the third
+# rank waited in a barrier for two that had given up)
+timeout 60 "$PREFIX/bin/mpiexec" -n 3 "$cal" -s 1K -R -r 3 -f no-such-provider \
+    >> "$RESULTS/calibrate-refusals.log" 2>&1
+rc=$?
+if [ -x "$cal" ] && [ $rc -eq 1 ]; then
+    p=$((p + 1))
+else
+    echo "    part_calibrate -f no-such-provider with 3 ranks: status $rc (expected 1; 124: hung)"
     f=$((f + 1))
 fi
 echo "    $p passed, $f failed"

@@ -503,6 +503,8 @@ bool report(const Options & o, const std::vector<Point> & p, const std::vector<s
     return true;
 }
 
+void run(const Options & opt, int rank, int argc, char **argv, int &bad);
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -528,26 +530,55 @@ int main(int argc, char **argv)
         return 2;
     }
     const int64_t max_bytes = opt.sizes.back();
-    if (rank >= 2) {
-        // ranks beyond the first two only take part in the barriers
-    } else if (opt.provider.empty()) {
-        link = std::make_unique<MpiLink>(1 - rank, rank == 0 ? TAG_DATA : TAG_REPLY,
-                                         rank == 0 ? TAG_REPLY : TAG_DATA, max_bytes);
-    } else {
-        try {
+    int link_bad = 0;
+    try {
+        if (rank >= 2) {
+            // ranks beyond the first two only take part in the collective calls
+        } else if (opt.provider.empty()) {
+            link = std::make_unique<MpiLink>(1 - rank, rank == 0 ? TAG_DATA : TAG_REPLY,
+                                             rank == 0 ? TAG_REPLY : TAG_DATA, max_bytes);
+        } else {
 #ifdef PART_CALIBRATE_OFI
             link = calib::make_ofi_link(opt.provider, 1 - rank, max_bytes);
 #else
             throw std::runtime_error("built without libfabric (make OFI=1)");
 #endif
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "part_calibrate [%d]: -f %s: %s\n", rank,
-                         opt.provider.c_str(), e.what());
-            MPI_Finalize();
-            return 1;
         }
+    } catch (const std::exception &e) {    // bad_alloc of the buffers too
+        std::fprintf(stderr, "part_calibrate [%d]: %s%s: %s\n", rank,
+                     opt.provider.empty() ? "MPI messages" : "-f ", opt.provider.c_str(),
+                     e.what());
+        link_bad = 1;
+    }
+    // every rank learns it (a third rank waited in a barrier for two that had finalized)
+    MPI_Allreduce(MPI_IN_PLACE, &link_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (link_bad) {
+        link.reset();
+        MPI_Finalize();
+        return 1;
     }
 
+    // an error while measuring (a completion error of the link) ends the whole job: the
+    // partner waits in a call that would never return
+    try {
+        run(opt, rank, argc, argv, bad);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "part_calibrate [%d]: %s\n", rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);       // both done timing before either closes its endpoint
+    link.reset();
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return bad ? 1 : 0;
+}
+
+namespace {
+
+// the measurement: rank 1 serves, rank 0 measures, fits and reports (bad = 1: the file
+// could not be written)
+void run(const Options & opt, int rank, int argc, char **argv, int &bad)
+{
     if (rank == 1)
         server();
     if (rank == 0) {
@@ -572,9 +603,6 @@ int main(int argc, char **argv)
         if (!report(opt, pts, starts, cmd))
             bad = 1;
     }
-    MPI_Barrier(MPI_COMM_WORLD);       // both done timing before either closes its endpoint
-    link.reset();
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Finalize();
-    return bad ? 1 : 0;
 }
+
+}  // namespace
