@@ -340,7 +340,8 @@ for c in "2|-n 1: not a number|-n 1" "2|-s 8,1073741824M: not a list|-s 8,107374
          "2|x: No such file or directory|-o /nonexistent-dir/x" \
          "1|writing /dev/full failed|-s 1K,4K -R -r 3 -o /dev/full -t shm" \
          "2|has a table of that name already|-s 1K -R -r 3 -a -o $BUILD_DIR/dup.loggp -t shm"; do
-    IFS='|' read -r want pat args <<< "$c"
+    want=${c%%|*} rest=${c#*|}
+    pat=${rest%%|*} args=${rest#*|}
     # shellcheck disable=SC2086 # args are words
     if [ -x "$cal" ] && calbad "$want" "$pat" $args; then p=$((p + 1)); else f=$((f + 1)); fi
 done
