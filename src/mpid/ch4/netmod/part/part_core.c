@@ -989,9 +989,12 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     } else if (state == MPIDI_PART_ST_FAILED) {
         /* the iteration failed (a refused plan: truncation, a size or base mismatch; a
          * refusal): no partition arrived. Return what MPI_Wait will return, not "arrived"
-         * (set before the state, under the lock; an RDMA failure's code, below) */
+         * (set before the state, under the lock; an RDMA failure's code, below), if it is
+         * the iteration this call began in: a call held up while another thread completed
+         * it and started a next one whose re-plan failed must not blame the done one */
         *flag = 1;
-        mpi_errno = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+        if (iter == MPIDI_PART_st_iter(&op->st))
+            mpi_errno = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
     } else {
         *flag = 1;      /* nothing travels (EMPTY) */
     }
