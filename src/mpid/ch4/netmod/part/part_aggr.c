@@ -277,7 +277,7 @@ int MPIDI_PART_aggr_read(MPIR_Info * info, int *aggr_size, int *aggregator, int 
                          "a negative value");
     *spread_us = MPIR_CVAR_PART_AGGR_SPREAD_US;
     MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_PART_AGGR_TIMEOUT_US < -1 ||
-                         MPIR_CVAR_PART_AGGR_TIMEOUT_US > MPIDI_PART_TIMEOUT_MAX_US, mpi_errno,
+                         MPIR_CVAR_PART_AGGR_TIMEOUT_US > MPIDI_PART_TIMER_MAX_US, mpi_errno,
                          MPI_ERR_ARG, "**partcvar", "**partcvar %s %s",
                          "MPIR_CVAR_PART_AGGR_TIMEOUT_US", "a value outside -1..2000000");
     *timeout_us = MPIR_CVAR_PART_AGGR_TIMEOUT_US;
@@ -381,8 +381,8 @@ static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_par
      * user set the deadline or turned observation off */
     op->timer_cap_ns = 0;
     if (op->timeout_us < 0 && op->observe > 0 && op->spread_us > us)
-        op->timer_cap_ns = (int32_t) ((op->spread_us < MPIDI_PART_TIMEOUT_MAX_US ?
-                                       op->spread_us : MPIDI_PART_TIMEOUT_MAX_US) * 1000);
+        op->timer_cap_ns = (int32_t) ((op->spread_us < MPIDI_PART_TIMER_MAX_US ?
+                                       op->spread_us : MPIDI_PART_TIMER_MAX_US) * 1000);
     return per > 0 ? per * k : 1;
 }
 

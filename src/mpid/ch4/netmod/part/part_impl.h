@@ -56,7 +56,6 @@ enum MPIDI_PART_aggregator {
     MPIDI_PART_AGGR_TIMER       /* RDMA: groups split by a deadline (part_rdma_timer.c) */
 };
 
-#define MPIDI_PART_TIMEOUT_MAX_US MPIDI_PART_TIMER_MAX_US     /* part_timer.h */
 
 /* What carries an operation's wire messages, for the model's LogGP table (part_aggr.c) */
 enum MPIDI_PART_model_path {
