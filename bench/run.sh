@@ -346,7 +346,7 @@ count_launches() { printf '%s\n' "$1" | awk -F'|' -v nlib="${2:-1}" \
 nl=$(count_launches "$configs" "$nlib")
 nx=$(count_launches "$xfail")
 total=$(( nl * rounds + nx ))
-[ "$mode" = smoke ] && total=$((total + 2))     # idle-tax, pready-cost
+[ "$mode" = smoke ] && total=$((total + 3))     # idle-tax, pready-cost, thread-ops
 rm -f "$OUT/results.csv" "$OUT/meta.txt" "$OUT"/logs/run-*.log
 {
     echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -532,6 +532,11 @@ if [ "$mode" = smoke ]; then
     smoke_tool pready-cost pready_cost.cpp "RDMA over shm, none and timer" "^  timer " \
         MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm -- \
         --iters 60 --warmup 10 --chunk 8
+    # thread_ops.cpp: threads each driving its own operation (bench/results/
+    # 2026-12-01-thread-ops); 3 threads per rank over shm, every byte checked
+    smoke_tool thread-ops thread_ops.cpp "RDMA over shm, 3 threads, one operation each" \
+        "^thread_ops: " MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm -- \
+        --threads 3 --iters 60 --warmup 10
 fi
 
 # self-tests: a spoiled byte must be caught (exit 2 and a VERIFICATION FAILED message)

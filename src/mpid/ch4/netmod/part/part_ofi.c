@@ -1134,8 +1134,10 @@ static int ep_progress(ofi_ep_t * e)
 
     unsigned seq = __atomic_load_n(&e->reads, __ATOMIC_RELAXED);
     if ((seq & 1) || !__atomic_compare_exchange_n(&e->reads, &seq, seq + 1, 0,
-                                                  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+                                                  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        MPIDI_PART_rdma_reader_busy();
         return MPI_SUCCESS;     /* another thread reads this queue */
+    }
 
     EP_LOCK(e);
     ssize_t n = 0;

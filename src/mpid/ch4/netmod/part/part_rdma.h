@@ -15,6 +15,8 @@
 #include "part_impl.h"
 #include "part_imm.h"
 
+#include <sched.h>
+
 /* The first member of every backend's per-operation state; op->rdma points to it. */
 typedef struct MPIDI_PART_rdmaop {
     const MPIDI_PART_transport_t *tp;   /* the backend's transport */
@@ -206,6 +208,19 @@ void MPIDI_PART_rdma_iter_reset(MPIDI_PART_op_t * op);
 
 /* Whether op's own buffer can be written or read directly: one contiguous run of bytes.
  * Empty transfers and PROC_NULL stay on the tag transport (nothing would be written). */
+/* A thread that finds another reading a completion queue gives up its core before it goes
+ * back to its progress loop. The queues are read by one thread at a time and never waited
+ * for (whoever finds one busy returns), so when the reader is preempted with the cores
+ * oversubscribed (MPI+threads codes run more threads than cores, each in MPI_Wait), the
+ * others would spin through MPICH's progress until the scheduler gives the reader its core
+ * back: with 4 threads per rank on 2 cores an iteration's 90th percentile was 3.3 ms
+ * (bench/thread_ops.cpp; README, "Performance"). sched_yield returns at once when nothing
+ * else is runnable. */
+static inline void MPIDI_PART_rdma_reader_busy(void)
+{
+    sched_yield();
+}
+
 static inline int MPIDI_PART_rdma_eligible(MPIDI_PART_op_t * op)
 {
     return op->contig && op->total_bytes > 0 && op->peer != MPI_PROC_NULL;

@@ -1302,8 +1302,10 @@ int MPIDI_PART_verbs_progress(void)
 
     if (__atomic_load_n(&vrb.state, __ATOMIC_ACQUIRE) != VRB_UP)
         return MPI_SUCCESS;
-    if (MPL_atomic_cas_int(&vrb.draining, 0, 1) != 0)
+    if (MPL_atomic_cas_int(&vrb.draining, 0, 1) != 0) {
+        MPIDI_PART_rdma_reader_busy();
         return MPI_SUCCESS;     /* another thread reads the queue */
+    }
 
     n = ibv_poll_cq(vrb.cq, VRB_CQ_BATCH, wc);
     for (int i = 0; i < n; i++) {
