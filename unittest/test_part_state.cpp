@@ -628,3 +628,24 @@ TEST(PartState, UnplanOnlyBetweenIterationsOfAPlannedOperation)
         EXPECT_EQ(MPIDI_PART_st_unplan(&empty.st), -1);  // FAILED
     }
 }
+
+TEST(PartState, AllReadyOnlyWhenEveryPartitionOfTheIterationIs)
+{
+    Op send(true, 6);
+    EXPECT_EQ(send.plan(3, 1), 0);
+    EXPECT_FALSE(MPIDI_PART_st_all_ready(&send.st));
+    send.start();
+    for (int p : {0, 1, 2, 3, 5})
+        send.pready(p);
+    EXPECT_FALSE(MPIDI_PART_st_all_ready(&send.st));   // partition 4 is not
+    send.pready(4);
+    EXPECT_TRUE(MPIDI_PART_st_all_ready(&send.st));
+    for (int m = 0; m < 3; m++)
+        send.msg_done(m);
+    send.start();   // a new iteration clears the flags
+    EXPECT_FALSE(MPIDI_PART_st_all_ready(&send.st));
+    Op recv(false, 6);
+    EXPECT_EQ(recv.plan(3, 1), 0);
+    recv.start();
+    EXPECT_FALSE(MPIDI_PART_st_all_ready(&recv.st));   // a receiver has no ready flags
+}

@@ -146,6 +146,48 @@ static void drop_dead(MPIDI_PART_op_t ** head, MPIDI_PART_op_t ** tail)
         *tail = last;
 }
 
+/* How long MPI_Finalize drives progress for the sends below (seconds). */
+#define MPIDI_PART_FINALIZE_FLUSH_S 5
+
+/* A started send whose partitions were all readied but whose request the program never
+ * completed (erroneous: MPI wants every request complete before MPI_Finalize; a pattern of
+ * "ready everything, finalize"). Its data may not have gone yet: on the first iteration the
+ * receiver's answer may still be on its way, over RDMA every iteration waits for the
+ * receiver's credit, and the engine stops in MPI_Finalize. Its receiver would then wait
+ * forever. Engine lock held. */
+static int send_unfinished(MPIDI_PART_op_t * op)
+{
+    return op->is_send && op->req != NULL && MPIR_Part_request_is_active(op->req) &&
+        !MPIR_Request_is_complete(op->req) && MPIDI_PART_st_all_ready(&op->st);
+}
+
+/* Drive progress until such sends have completed, for at most MPIDI_PART_FINALIZE_FLUSH_S
+ * seconds (a receiver that never starts its receive cannot be waited for); the requests
+ * stay as the program left them. A send with partitions never readied cannot complete and
+ * is not waited for. */
+static void flush_sends(void)
+{
+    int64_t until = MPIDI_PART_now_ns() + (int64_t) MPIDI_PART_FINALIZE_FLUSH_S * 1000000000;
+    for (;;) {
+        int n = 0;
+        MPIDI_PART_LOCK();
+        for (MPIDI_PART_op_t * op = MPIDI_PART_global.all; op; op = op->all_next)
+            n += send_unfinished(op);
+        MPIDI_PART_UNLOCK();
+        if (n == 0)
+            return;
+        if (MPIDI_PART_now_ns() > until) {
+            fprintf(stderr, "[%d] partitioned engine: MPI_Finalize: %d partitioned send(s) "
+                    "started, readied and never completed have not finished after %d s; "
+                    "their receivers may not complete\n", MPIR_Process.rank, n,
+                    MPIDI_PART_FINALIZE_FLUSH_S);
+            return;
+        }
+        if (MPID_Progress_test(NULL) != MPI_SUCCESS)
+            return;
+    }
+}
+
 /* MPI_Finalize, before MPID_Finalize (a finalize callback of higher priority): the engine
  * stops (progress no longer runs it), and the operations the program freed that still wait
  * for a peer's message (a sender whose receiver never posted its receive or failed to, a
@@ -153,11 +195,13 @@ static void drop_dead(MPIDI_PART_op_t ** head, MPIDI_PART_op_t ** tail)
  * its messages that came are taken first) are destroyed with their communicator
  * references, while the netmods still run. Left for MPIDI_PART_finalize, those references
  * were never released: MPICH's handle check (--enable-g=handlealloc, maint/sanitize.sh
- * handles) counted their communicators as leaked. */
+ * handles) counted their communicators as leaked. First, sends the program started,
+ * readied and never completed are given time to finish (flush_sends). */
 static int quiesce(void *unused)
 {
     MPIDI_PART_op_t *dead = NULL;
 
+    flush_sends();
     MPIDI_PART_LOCK();
     MPIDI_PART_global.stopped = 1;
     for (MPIDI_PART_op_t * op = MPIDI_PART_global.all, *next; op; op = next) {
@@ -261,12 +305,13 @@ int MPIDI_PART_finalize(void)
             MPIDI_PART_op_free_memory(op);
         }
 #ifdef MPIDI_CH4_PART_RDMA
-        else if (!MPIR_Part_request_is_active(op->req)) {
+        else if (!MPIR_Part_request_is_active(op->req) || MPIR_Request_is_complete(op->req)) {
             /* a request the program never freed (MPI allows inactive ones at
-             * MPI_Finalize): its registration goes before the device closes (verbs
-             * deallocated its protection domain with the operation's memory region still
-             * registered, found 2026-12-01 with the emulator's leak check); the request
-             * and the operation's memory stay, as MPICH leaves the request */
+             * MPI_Finalize), or a send it never completed that flush_sends saw through:
+             * its registration goes before the device closes (verbs deallocated its
+             * protection domain with the operation's memory region still registered,
+             * found 2026-12-01 with the emulator's leak check); the request and the
+             * operation's memory stay, as MPICH leaves the request */
             MPIDI_PART_rdma_release(op);
         }
 #endif

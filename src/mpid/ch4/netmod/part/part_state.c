@@ -14,6 +14,16 @@ void MPIDI_PART_st_init(MPIDI_PART_st_t * st, int is_send, int32_t partitions, i
     st->state = MPIDI_PART_ST_UNPLANNED;
 }
 
+int MPIDI_PART_st_all_ready(const MPIDI_PART_st_t * st)
+{
+    if (!st->is_send || st->ready == NULL)
+        return 0;
+    for (int32_t p = 0; p < st->partitions; p++)
+        if (!__atomic_load_n(&st->ready[p], __ATOMIC_ACQUIRE))
+            return 0;
+    return 1;
+}
+
 /* Partitions still unready in each message, from the ready flags. */
 static void count_unready(MPIDI_PART_st_t * st)
 {
