@@ -7,9 +7,11 @@
 // No thread waits for another between iterations: this is the "many threads, one operation
 // each" pattern of MPI+threads codes (a halo exchange per thread, a pipelined solver's
 // stages), where the engine's shared state (its lock, the transport's queues) is what the
-// threads compete for. Rank 0 prints the wall time of the timed iterations divided by their
-// number (per iteration of one thread's operation), and the median of thread 0's iteration
-// times.
+// threads compete for. Rank 0 prints the wall time from the first thread's first timed
+// iteration to the last thread's end divided by the timed iterations (the threads' warm-ups
+// are not aligned: a thread's may overlap another's timed iterations; the sender's timed
+// iteration includes filling its buffer), and the median, 90th percentile and maximum of
+// thread 0's iteration times.
 //
 //   thread_ops [--threads T] [--parts P] [--bytes B] [--iters N] [--warmup W]
 //              [--wait block|yield]
@@ -24,7 +26,7 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +43,6 @@ struct Options {
 };
 
 int rank = 0;
-std::atomic<bool> failed{false};
 
 void wait_req(MPI_Request *req, bool yield)
 {
@@ -91,7 +92,6 @@ std::vector<double> run_op(const Options &o, int tid, double *t_begin, double *t
                 std::fprintf(stderr,
                              "thread_ops: rank 1 thread %d: VERIFICATION FAILED at byte %lld "
                              "of iteration %d\n", tid, bad, it);
-                failed = true;
                 MPI_Abort(MPI_COMM_WORLD, 2);
             }
         }
@@ -113,21 +113,34 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     pb::g_rank = rank;
     Options o;
+    // a whole decimal number, or the run stops (atoi took "x" as 0)
+    auto num = [](const std::string &a, const std::string &v) {
+        char *end = nullptr;
+        errno = 0;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || errno != 0 || n < 0 || n > (1L << 30))
+            pb::fatal("thread_ops: %s takes a number from 0 to 2^30, not '%s'", a.c_str(),
+                      v.c_str());
+        return n;
+    };
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
+        if (a == "--help" || a == "-h")
+            pb::fatal("usage: thread_ops [--threads T] [--parts P] [--bytes B] [--iters N] "
+                      "[--warmup W] [--wait block|yield]");
         if (i + 1 >= argc)
             pb::fatal("thread_ops: option %s takes a value", a.c_str());
         const std::string v = argv[++i];
         if (a == "--threads")
-            o.threads = std::atoi(v.c_str());
+            o.threads = static_cast<int>(num(a, v));
         else if (a == "--parts")
-            o.parts = std::atoi(v.c_str());
+            o.parts = static_cast<int>(num(a, v));
         else if (a == "--bytes")
-            o.bytes = std::atol(v.c_str());
+            o.bytes = num(a, v);
         else if (a == "--iters")
-            o.iters = std::atoi(v.c_str());
+            o.iters = static_cast<int>(num(a, v));
         else if (a == "--warmup")
-            o.warmup = std::atoi(v.c_str());
+            o.warmup = static_cast<int>(num(a, v));
         else if (a == "--wait" && (v == "block" || v == "yield"))
             o.yield = v == "yield";
         else
@@ -165,5 +178,5 @@ int main(int argc, char **argv)
     }
     pb::start_finalize_watchdog(5, 0);
     MPI_Finalize();
-    return failed ? 2 : 0;
+    return 0;
 }

@@ -649,3 +649,27 @@ TEST(PartState, AllReadyOnlyWhenEveryPartitionOfTheIterationIs)
     recv.start();
     EXPECT_FALSE(MPIDI_PART_st_all_ready(&recv.st));   // a receiver has no ready flags
 }
+
+// The first iteration: readied before the receiver's plan came (what MPI_Finalize's flush
+// waits for: the data has not gone yet)
+TEST(PartState, AllReadyCountsPartitionsReadiedBeforeThePlan)
+{
+    Op send(true, 4);
+    EXPECT_EQ(send.start(), MPIDI_PART_START_DEFER);
+    for (int p : {3, 0, 2})
+        EXPECT_EQ(send.pready(p), 0);
+    EXPECT_FALSE(MPIDI_PART_st_all_ready(&send.st));
+    EXPECT_EQ(send.pready(1), 0);
+    EXPECT_TRUE(MPIDI_PART_st_all_ready(&send.st));
+    EXPECT_TRUE(send.sent.empty());     // nothing went: no plan yet
+    EXPECT_EQ(send.plan(2, 1), 2);      // the plan sends both messages
+    EXPECT_TRUE(MPIDI_PART_st_all_ready(&send.st));
+}
+
+TEST(PartState, AllReadyIsFalseForAZeroPartitionSend)
+{
+    Op send(true, 0);
+    EXPECT_FALSE(MPIDI_PART_st_all_ready(&send.st));
+    send.start();
+    EXPECT_FALSE(MPIDI_PART_st_all_ready(&send.st));
+}

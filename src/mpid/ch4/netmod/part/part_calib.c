@@ -15,6 +15,7 @@
 #include "part_ploggp.h"
 #include "part_loggp_fit.h"
 #include <math.h>
+#include <unistd.h>
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -31,7 +32,8 @@ cvars:
         At MPI_Init, ranks 0 and 1 of MPI_COMM_WORLD measure the LogGP parameters of MPI
         messages between them (tools/part-calibrate's round-trip method with fewer
         repetitions: 8 sizes from 8 B to 1 MiB and the protocol switch between them, about
-        0.1-0.5 s over shared memory), and the PLogGP aggregator of every rank uses that
+        0.1-0.5 s over shared memory on an idle machine, seconds while other processes
+        load its cores: 1.6-21 s measured so), and the PLogGP aggregator of every rank uses that
         table instead of its built-in one for the tag transport's peers of the same kind
         (on the same node as each other when ranks 0 and 1 are, else on other nodes).
         MPIR_CVAR_PART_LOGGP_FILE, when set, wins and nothing is measured; so does a
@@ -48,8 +50,8 @@ cvars:
         With MPIR_CVAR_PART_LOGGP_CALIBRATE: rank 0 writes the measured table to this file
         during MPI_Init, in the format of MPIR_CVAR_PART_LOGGP_FILE (one table, "shm" or
         "net"), so that later runs can name it there instead of measuring again. A file
-        that cannot be written makes MPI_Init fail on every rank (MPI_ERR_OTHER). Empty:
-        nothing is written.
+        that cannot be written makes MPI_Init fail on every rank (MPI_ERR_OTHER), before
+        anything is measured. Empty: nothing is written.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -290,21 +292,34 @@ int MPIDI_PART_calibrate(void)
         MPIDI_PART_calib_pt_t pts[CAL_MAX];
         size_t starts[CAL_MAX + 1];
         int n = 0;
-        for (int i = 0; i < CAL_NSIZES && l.mpi_errno == MPI_SUCCESS; i++)
+        const char *out = MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE;
+        /* the file is opened before anything is measured, so that one that cannot be
+         * written fails MPI_Init at once (it failed after the whole measurement before);
+         * opened for appending (not truncated unless a table is written), removed again
+         * if it did not exist and no table is written */
+        FILE *outf = NULL;
+        int created = 0;
+        if (out && out[0]) {
+            created = access(out, F_OK) != 0;
+            outf = fopen(out, "a");
+            if (outf == NULL)
+                r.ok = -2;
+        }
+        for (int i = 0; i < CAL_NSIZES && r.ok != -2 && l.mpi_errno == MPI_SUCCESS; i++)
             pts[n++] = measure(&l, cal_sizes[i]);
         l.warm_us = CAL_REFINE_WARM_US;
-        n = refine(&l, pts, n);
+        if (r.ok != -2)
+            n = refine(&l, pts, n);
         ctrl_t stop = {.cmd = CMD_STOP };
         lsend(&l, &stop, sizeof(stop), TAG_CTRL);
-        if (l.mpi_errno == MPI_SUCCESS) {
+        if (l.mpi_errno == MPI_SUCCESS && r.ok != -2) {
             MPIDI_PART_calib_fit_pieces(pts, n, starts);
             MPIDI_PART_calib_latency(pts, n);
             /* as MPIDI_PART_peer_on_node decides for an operation */
             r.on_node = !MPIR_CVAR_NOLOCAL && MPIR_Process.node_map &&
                 MPIR_Process.node_map[0] == MPIR_Process.node_map[1];
             /* the table is what its text says (the saved file's values, to the digit) */
-            const char *name = r.on_node ? "shm" : "net", *out =
-                MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE;
+            const char *name = r.on_node ? "shm" : "net";
             char *text = NULL;
             size_t len = 0;
             int line;
@@ -313,14 +328,19 @@ int MPIDI_PART_calibrate(void)
             if (mf)
                 bad |= fclose(mf) != 0;
             r.ok = !bad && MPIDI_PART_loggp_parse(text, name, &r.table, &line) == 0;
-            if (r.ok && out && out[0]) {
-                FILE *f = fopen(out, "w");
-                if (f == NULL || fputs(text, f) < 0)
+            if (r.ok && outf) {
+                if (ftruncate(fileno(outf), 0) != 0 || fputs(text, outf) < 0)
                     r.ok = -2;
-                if (f && fclose(f) != 0)
+                if (fclose(outf) != 0)
                     r.ok = -2;
+                outf = NULL;
             }
             MPL_external_free(text);    /* open_memstream's */
+        }
+        if (outf) {     /* nothing written */
+            fclose(outf);
+            if (created)
+                unlink(out);
         }
         r.us = now_us() - t0;
     }

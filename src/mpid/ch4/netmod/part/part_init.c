@@ -12,6 +12,23 @@ categories :
     - name        : CH4_PART
       description : cvars that control the ch4 partitioned-communication engine
 
+cvars:
+    - name        : MPIR_CVAR_PART_FINALIZE_FLUSH_MS
+      category    : CH4_PART
+      type        : int
+      default     : 5000
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        How long MPI_Finalize keeps making progress, at most, for partitioned sends the
+        program started and readied in full but never completed (erroneous: MPI wants every
+        request complete before MPI_Finalize; their data may not have gone yet, and their
+        receivers would wait forever). Milliseconds; MPI_Finalize goes on as soon as they
+        are complete. When some are not after this long (a receiver that never starts its
+        receive), a line on stderr says how many. 0: no wait (the engine stops at once, as
+        before 2026-12-01).
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -146,46 +163,69 @@ static void drop_dead(MPIDI_PART_op_t ** head, MPIDI_PART_op_t ** tail)
         *tail = last;
 }
 
-/* How long MPI_Finalize drives progress for the sends below (seconds). */
-#define MPIDI_PART_FINALIZE_FLUSH_S 5
-
 /* A started send whose partitions were all readied but whose request the program never
  * completed (erroneous: MPI wants every request complete before MPI_Finalize; a pattern of
  * "ready everything, finalize"). Its data may not have gone yet: on the first iteration the
  * receiver's answer may still be on its way, over RDMA every iteration waits for the
  * receiver's credit, and the engine stops in MPI_Finalize. Its receiver would then wait
- * forever. Engine lock held. */
+ * forever. */
 static int send_unfinished(MPIDI_PART_op_t * op)
 {
     return op->is_send && op->req != NULL && MPIR_Part_request_is_active(op->req) &&
         !MPIR_Request_is_complete(op->req) && MPIDI_PART_st_all_ready(&op->st);
 }
 
-/* Drive progress until such sends have completed, for at most MPIDI_PART_FINALIZE_FLUSH_S
- * seconds (a receiver that never starts its receive cannot be waited for); the requests
- * stay as the program left them. A send with partitions never readied cannot complete and
- * is not waited for. */
+/* Drive MPICH's progress until such sends have completed, for at most
+ * MPIR_CVAR_PART_FINALIZE_FLUSH_MS (a receiver that never starts its receive cannot be
+ * waited for); the requests stay as the program left them. A send with partitions never
+ * readied cannot complete and is not waited for. Runs in MPI_Finalize, where no other
+ * thread may call MPI (MPII_Finalize has turned MPICH's thread locks off): the list of
+ * such sends cannot change but by their completion, so it is made once. */
 static void flush_sends(void)
 {
-    int64_t until = MPIDI_PART_now_ns() + (int64_t) MPIDI_PART_FINALIZE_FLUSH_S * 1000000000;
-    for (;;) {
-        int n = 0;
-        MPIDI_PART_LOCK();
-        for (MPIDI_PART_op_t * op = MPIDI_PART_global.all; op; op = op->all_next)
-            n += send_unfinished(op);
-        MPIDI_PART_UNLOCK();
+    MPIDI_PART_op_t **wait = NULL;
+    int n = 0, cap = 0;
+
+    if (MPIR_CVAR_PART_FINALIZE_FLUSH_MS <= 0)
+        return;
+    for (MPIDI_PART_op_t * op = MPIDI_PART_global.all; op; op = op->all_next) {
+        if (!send_unfinished(op))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            MPIDI_PART_op_t **w = MPL_realloc(wait, sizeof(*w) * cap, MPL_MEM_OTHER);
+            if (w == NULL)
+                break;  /* wait for those listed */
+            wait = w;
+        }
+        wait[n++] = op;
+    }
+    int64_t until = MPIDI_PART_now_ns() + (int64_t) MPIR_CVAR_PART_FINALIZE_FLUSH_MS * 1000000;
+    while (n > 0) {
+        int left = 0;
+        for (int i = 0; i < n; i++)
+            if (!MPIR_Request_is_complete(wait[i]->req))
+                wait[left++] = wait[i];
+        n = left;
         if (n == 0)
-            return;
+            break;
         if (MPIDI_PART_now_ns() > until) {
             fprintf(stderr, "[%d] partitioned engine: MPI_Finalize: %d partitioned send(s) "
-                    "started, readied and never completed have not finished after %d s; "
-                    "their receivers may not complete\n", MPIR_Process.rank, n,
-                    MPIDI_PART_FINALIZE_FLUSH_S);
-            return;
+                    "started and readied but never completed did not finish within "
+                    "MPIR_CVAR_PART_FINALIZE_FLUSH_MS=%d; their receivers may not complete\n",
+                    MPIR_Process.rank, n, MPIR_CVAR_PART_FINALIZE_FLUSH_MS);
+            break;
         }
-        if (MPID_Progress_test(NULL) != MPI_SUCCESS)
-            return;
+        int err = MPID_Progress_test(NULL);
+        if (err != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            MPIR_Err_get_string(err, msg, sizeof(msg), NULL);
+            fprintf(stderr, "[%d] partitioned engine: MPI_Finalize: progress failed while "
+                    "%d partitioned send(s) were finishing: %s\n", MPIR_Process.rank, n, msg);
+            break;
+        }
     }
+    MPL_free(wait);
 }
 
 /* MPI_Finalize, before MPID_Finalize (a finalize callback of higher priority): the engine
@@ -307,11 +347,13 @@ int MPIDI_PART_finalize(void)
 #ifdef MPIDI_CH4_PART_RDMA
         else if (!MPIR_Part_request_is_active(op->req) || MPIR_Request_is_complete(op->req)) {
             /* a request the program never freed (MPI allows inactive ones at
-             * MPI_Finalize), or a send it never completed that flush_sends saw through:
-             * its registration goes before the device closes (verbs deallocated its
-             * protection domain with the operation's memory region still registered,
-             * found 2026-12-01 with the emulator's leak check); the request and the
-             * operation's memory stay, as MPICH leaves the request */
+             * MPI_Finalize), or an active one that is complete (a send flush_sends saw
+             * through, a receive never waited for): its registration goes before the
+             * device closes (verbs deallocated its protection domain with the operation's
+             * memory region still registered, found 2026-12-01 with the emulator's leak
+             * check); the request and the operation's memory stay, as MPICH leaves the
+             * request. An active send still incomplete (flush_sends gave up) keeps its
+             * registration: writes may still use it until the device closes. */
             MPIDI_PART_rdma_release(op);
         }
 #endif

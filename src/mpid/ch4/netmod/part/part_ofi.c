@@ -1499,6 +1499,7 @@ static int ofi_send_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * plan)
 static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done)
 {
     int v = MPIDI_PART_rdma_lane(op->rdma, m);
+    MPIDI_PART_rdma_reads_enter();
     int mpi_errno = ep_progress(&ofi.eps[v]);
     if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done_at(&op->st, m, iter)) {
         if (v != 0)
@@ -1508,6 +1509,7 @@ static int ofi_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter,
         watch_progress();       /* one load when no sender is watched */
     }
     *done = MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
+    MPIDI_PART_rdma_reads_leave();
     return mpi_errno;
 }
 

@@ -202,8 +202,12 @@ int MPIDI_PART_rdma_lingering(void)
     return 0;
 }
 
+__thread MPIDI_PART_rdma_reads_t MPIDI_PART_rdma_reads
+    __attribute__ ((tls_model("initial-exec")));
+
 int MPIDI_PART_rdma_progress(void)
 {
+    MPIDI_PART_rdma_reads_enter();
     int mpi_errno = MPIDI_PART_rtimer_progress();
 #ifdef MPIDI_CH4_PART_OFI
     int e = MPIDI_PART_ofi_progress();
@@ -217,6 +221,7 @@ int MPIDI_PART_rdma_progress(void)
 #endif
     drain_progress();   /* after the queues: what they held has landed and counted */
     reap_gone();
+    MPIDI_PART_rdma_reads_leave();
     return mpi_errno;
 }
 

@@ -206,21 +206,47 @@ int MPIDI_PART_rdma_test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter
 void MPIDI_PART_rdma_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask);
 void MPIDI_PART_rdma_iter_reset(MPIDI_PART_op_t * op);
 
-/* Whether op's own buffer can be written or read directly: one contiguous run of bytes.
- * Empty transfers and PROC_NULL stay on the tag transport (nothing would be written). */
 /* A thread that finds another reading a completion queue gives up its core before it goes
  * back to its progress loop. The queues are read by one thread at a time and never waited
  * for (whoever finds one busy returns), so when the reader is preempted with the cores
  * oversubscribed (MPI+threads codes run more threads than cores, each in MPI_Wait), the
  * others would spin through MPICH's progress until the scheduler gives the reader its core
  * back: with 4 threads per rank on 2 cores an iteration's 90th percentile was 3.3 ms
- * (bench/thread_ops.cpp; README, "Performance"). sched_yield returns at once when nothing
- * else is runnable. */
+ * (bench/thread_ops.cpp; README, "Performance"). The reader that finds a queue busy notes
+ * it (reader_busy); the outermost of the calls that read queues (the progress hook's
+ * MPIDI_PART_rdma_progress, MPI_Parrived's progress_msg, a release waiting for its writes)
+ * yields once on its way out (reads_leave), so a call that finds several queues busy
+ * yields once, and a nested one (progress run from inside a send that holds a lock, as
+ * ch4:ofi's retry on FI_EAGAIN does) does not yield under that lock. sched_yield returns
+ * at once when nothing else is runnable. Thread-local. */
+typedef struct {
+    int depth;                  /* reads_enter calls not yet left */
+    int busy;                   /* a queue was found busy since the outermost enter */
+} MPIDI_PART_rdma_reads_t;
+extern __thread MPIDI_PART_rdma_reads_t MPIDI_PART_rdma_reads
+    __attribute__ ((tls_model("initial-exec")));
+
 static inline void MPIDI_PART_rdma_reader_busy(void)
 {
-    sched_yield();
+    MPIDI_PART_rdma_reads.busy = 1;
 }
 
+static inline void MPIDI_PART_rdma_reads_enter(void)
+{
+    MPIDI_PART_rdma_reads.depth++;
+}
+
+static inline void MPIDI_PART_rdma_reads_leave(void)
+{
+    if (--MPIDI_PART_rdma_reads.depth == 0 && unlikely(MPIDI_PART_rdma_reads.busy)) {
+        MPIDI_PART_rdma_reads.busy = 0;
+        sched_yield();  /* not MPL_sched_yield: MPICH's configure makes that nothing on
+                         * Linux (MPL_USE_NOTHING_FOR_YIELD), which undid the fix */
+    }
+}
+
+/* Whether op's own buffer can be written or read directly: one contiguous run of bytes.
+ * Empty transfers and PROC_NULL stay on the tag transport (nothing would be written). */
 static inline int MPIDI_PART_rdma_eligible(MPIDI_PART_op_t * op)
 {
     return op->contig && op->total_bytes > 0 && op->peer != MPI_PROC_NULL;

@@ -16,8 +16,8 @@ void MPIDI_PART_st_init(MPIDI_PART_st_t * st, int is_send, int32_t partitions, i
 
 int MPIDI_PART_st_all_ready(const MPIDI_PART_st_t * st)
 {
-    if (!st->is_send || st->ready == NULL)
-        return 0;
+    if (!st->is_send || st->ready == NULL || st->partitions <= 0)
+        return 0;       /* a zero-partition send has nothing to send: never waited for */
     for (int32_t p = 0; p < st->partitions; p++)
         if (!__atomic_load_n(&st->ready[p], __ATOMIC_ACQUIRE))
             return 0;

@@ -176,8 +176,9 @@ static inline int32_t MPIDI_PART_st_ready(MPIDI_PART_st_t * st, int32_t p)
  * the last unready partition of an EMPTY sender's iteration: the caller completes it. */
 int MPIDI_PART_st_ready_unplanned(MPIDI_PART_st_t * st, int32_t p);
 
-/* Sender: every partition of the current iteration has been readied (O(partitions); for
- * MPI_Finalize's flush, part_init.c). 0 for a receiver. */
+/* Sender: every partition of the current iteration has been readied, before the plan or
+ * after (O(partitions); for MPI_Finalize's flush, part_init.c). 0 for a receiver and for
+ * a send of zero partitions. */
 int MPIDI_PART_st_all_ready(const MPIDI_PART_st_t * st);
 
 static inline int MPIDI_PART_st_is_armed(const MPIDI_PART_st_t * st)

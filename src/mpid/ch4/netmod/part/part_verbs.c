@@ -782,8 +782,11 @@ static void verbs_release(MPIDI_PART_op_t * op)
     /* a broken connection completes iterations before their writes do: the flushed
      * completions, which name v->ctx, come first (a queue pair in error flushes at once),
      * and so do the failed writes another thread is still failing */
-    while (__atomic_load_n(&v->held, __ATOMIC_ACQUIRE) > 0)
+    while (__atomic_load_n(&v->held, __ATOMIC_ACQUIRE) > 0) {
+        MPIDI_PART_rdma_reads_enter();
         MPIDI_PART_verbs_progress();
+        MPIDI_PART_rdma_reads_leave();
+    }
     MPIDI_PART_rdma_detach(op);
     if (v->mr) {
         VRB_LOCK();
@@ -1554,10 +1557,12 @@ static int verbs_always_armed(MPIDI_PART_op_t * op)
  * every other operation. */
 static int verbs_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done)
 {
+    MPIDI_PART_rdma_reads_enter();
     int mpi_errno = MPIDI_PART_verbs_progress();
     if (mpi_errno == MPI_SUCCESS && !MPIDI_PART_st_msg_is_done_at(&op->st, m, iter))
         mpi_errno = MPIDI_PART_rdma_progress_rest();
     *done = MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
+    MPIDI_PART_rdma_reads_leave();
     return mpi_errno;
 }
 
