@@ -346,7 +346,7 @@ fi
 # fails the run (status 1) instead of reporting success; -a with a table the file has
 # already is refused (the engine would refuse the file); a third rank's run with -f does
 # not hang (it took part in a barrier of the two ranks' link setup), nor does one whose
-# provider does not open.
+# provider does not open, nor one whose link setup fails on one rank.
 step "calibration tool's refusals (bad options, unwritable output, a duplicate table, 3 ranks)"
 calbad() {      # calbad WANT_RC PATTERN ARGS...: rc and a line matching PATTERN
     want=$1 pat=$2; shift 2
@@ -379,6 +379,14 @@ else
     echo "    part_calibrate -f shm with 3 ranks did not finish cleanly in 60 s"
     f=$((f + 1))
 fi
+# one rank's link setup failing after the provider opened (fi_getname, fi_av_insert; the
+# tool's PART_CALIBRATE_DEBUG_FAIL): status 1 and a line on both ranks, no hang (the other
+# rank waited in the next exchange for good)
+for c in "getname:1|could not name its endpoint" "av_insert:0|could not set up its side"; do
+    export PART_CALIBRATE_DEBUG_FAIL="${c%%|*}"
+    if [ -x "$cal" ] && calbad 1 "${c#*|}" -s 1K -R -r 3 -f shm; then p=$((p + 1)); else f=$((f + 1)); fi
+    unset PART_CALIBRATE_DEBUG_FAIL
+done
 # a provider that does not open, with 3 ranks: status 1 on every rank, no hang (the third
 # rank waited in a barrier for two that had given up)
 rc=0

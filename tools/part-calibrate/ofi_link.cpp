@@ -14,6 +14,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -153,14 +154,33 @@ class OfiLink : public Link {
         virt_ = (mrm & FI_MR_VIRT_ADDR) != 0;
     }
 
+    // Testing aid: PART_CALIBRATE_DEBUG_FAIL=STEP:RANK makes RANK's STEP (getname or
+    // av_insert) of the exchange fail as if libfabric had refused it (maint/test.sh's
+    // refusals: the other rank must not wait for ever).
+    bool fail_here(const char *step) const
+    {
+        const char *v = std::getenv("PART_CALIBRATE_DEBUG_FAIL");
+        int rank = -1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        return v && std::string(v) == std::string(step) + ":" + std::to_string(rank);
+    }
+
+    // Exchange endpoint names and the receive buffer's address and key. Every rank takes
+    // every step, whatever failed before on either side, and both learn of any failure
+    // before either throws: a rank that threw in the middle left its partner waiting in
+    // the next MPI_Sendrecv for good.
     void exchange()
     {
-        // exchange endpoint names and the receive buffer's address and key
         std::vector<char> name(256), theirs(256);
         size_t len = name.size();
-        check(fi_getname(&ep_->fid, name.data(), &len), "fi_getname");
+        std::string err;
+        long rc = fail_here("getname") ? -FI_EOTHER : fi_getname(&ep_->fid, name.data(), &len);
+        if (rc < 0) {
+            err = std::string("fi_getname: ") + fi_strerror((int) -rc);
+            len = 0;            // the partner learns it from the length
+        }
         uint64_t mine[3] = {(uint64_t) len, virt_ ? (uint64_t) (uintptr_t) rbuf_.data() : 0,
-                            fi_mr_key(rmr_)};
+                            rmr_ ? fi_mr_key(rmr_) : 0};
         uint64_t peer[3];
         MPI_Sendrecv(mine, 3, MPI_UINT64_T, partner_, 71, peer, 3, MPI_UINT64_T, partner_, 71,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -168,13 +188,21 @@ class OfiLink : public Link {
                      (int) theirs.size(), MPI_BYTE, partner_, 72, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         raddr_ = peer[1];
         rkey_ = peer[2];
-        if (fi_av_insert(av_, theirs.data(), 1, &peer_, 0, nullptr) != 1)
-            throw std::runtime_error("fi_av_insert of the partner's endpoint failed");
-        // both have the other's address before either writes: the two ranks only (a
-        // barrier of MPI_COMM_WORLD hung a third rank's run, which never makes a link)
-        char a = 0, b;
-        MPI_Sendrecv(&a, 1, MPI_CHAR, partner_, 73, &b, 1, MPI_CHAR, partner_, 73,
+        if (err.empty() && peer[0] == 0)
+            err = "the partner rank could not name its endpoint (fi_getname)";
+        if (err.empty() && (fail_here("av_insert") ||
+                            fi_av_insert(av_, theirs.data(), 1, &peer_, 0, nullptr) != 1))
+            err = "fi_av_insert of the partner's endpoint failed";
+        // both have the other's address before either writes, and both know whether the
+        // other has: the two ranks only (a barrier of MPI_COMM_WORLD hung a third rank's
+        // run, which never makes a link)
+        char ok = err.empty(), partner_ok = 0;
+        MPI_Sendrecv(&ok, 1, MPI_CHAR, partner_, 73, &partner_ok, 1, MPI_CHAR, partner_, 73,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (!ok)
+            throw std::runtime_error(err);
+        if (!partner_ok)
+            throw std::runtime_error("the partner rank could not set up its side of the link");
     }
 
     void reg(std::vector<char> &buf, uint64_t access, uint64_t want_key, uint64_t mrm, fid_mr **mr)
