@@ -18,6 +18,10 @@
  *   them apart on this machine, and only the rest is proved);
  * - -off: both pvars are 0 and no file is written; -filewins (MPIR_CVAR_PART_LOGGP_FILE
  *   set too): the file wins, nothing is measured (pvars 0, no file saved);
+ * - -budget (MPIR_CVAR_PART_LOGGP_CALIBRATE_MS=1: out of time after the first size): MPI_Init
+ *   succeeds, part_loggp_calib_segs is 0 and part_loggp_calib_us positive and the same on
+ *   every rank, no file is saved, and rank 0 alone printed the one line that says so
+ *   (every rank's stderr goes to a file of its own during MPI_Init);
  * - every received byte is checked every iteration.
  */
 #include "mpi.h"
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include "mpitest.h"
 /* the engine's pure model and parser, compiled into this test (no MPICH header in them) */
 #include "../../../src/mpid/ch4/netmod/part/part_ploggp.c"
@@ -37,11 +42,13 @@ static MPI_Comm pair;   /* ranks 0 and 1 (the others: MPI_COMM_NULL) */
 int main(int argc, char **argv)
 {
     char path[96], lfile[96];
-    int off = 0, filewins = 0, provided;
+    char efile[96];
+    int off = 0, filewins = 0, budget = 0, provided, saved_err = -1;
 
     for (int i = 1; i < argc; i++) {
         off |= strcmp(argv[i], "-off") == 0;
         filewins |= strcmp(argv[i], "-filewins") == 0;
+        budget |= strcmp(argv[i], "-budget") == 0;
     }
     /* the processes of one launch share their process manager (hydra's proxy) */
     snprintf(path, sizeof(path), "/tmp/part_calib_init.%d.loggp", (int) getppid());
@@ -64,17 +71,66 @@ int main(int argc, char **argv)
         setenv("MPIR_CVAR_PART_LOGGP_FILE", lfile, 1);
     }
 
+    /* no time limit unless -budget: a loaded machine took up to 21 s, past the default */
+    if (!budget)
+        setenv("MPIR_CVAR_PART_LOGGP_CALIBRATE_MS", "0", 0);
+    if (budget) {
+        setenv("MPIR_CVAR_PART_LOGGP_CALIBRATE_MS", "1", 1);
+        snprintf(efile, sizeof(efile), "/tmp/part_calib_init.%d.%s.err", (int) getpid(),
+                 pr ? pr : "x");
+        fflush(stderr);
+        saved_err = dup(2);
+        int fd = open(efile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (saved_err < 0 || fd < 0 || dup2(fd, 2) < 0) {
+            fprintf(stderr, "cannot send stderr to %s\n", efile);
+            return 1;
+        }
+        close(fd);
+    }
+
     MTest_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (budget) {       /* stderr back; rank 0 alone said that time ran out */
+        fflush(stderr);
+        dup2(saved_err, 2);
+        close(saved_err);
+        char text[1024] = "";
+        FILE *f = fopen(efile, "r");
+        size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+        text[len] = 0;
+        if (f)
+            fclose(f);
+        unlink(efile);
+        const char *want = "ran out of MPIR_CVAR_PART_LOGGP_CALIBRATE_MS (1 ms) after 1 of 8 "
+            "sizes";
+        if ((rank == 0) != (strstr(text, want) != NULL) || (rank != 0 && len > 0)) {
+            fprintf(stderr, "rank %d: stderr during MPI_Init was \"%s\"; expected %s\n", rank,
+                    text, rank == 0 ? "the line saying the calibration ran out of time" :
+                    "nothing");
+            errs++;
+        }
+    }
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
     MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, MPI_COMM_WORLD);        /* the file written */
 
     unsigned long long segs = pv_read("part_loggp_calib_segs");
     unsigned long long us = pv_read("part_loggp_calib_us");
-    int expect = !off && !filewins;
+    int expect = !off && !filewins && !budget;
+    if (budget) {
+        /* tried, out of time: the built-in table stays */
+        unsigned long long lo, hi;
+        MPI_Allreduce(&us, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(&us, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (segs != 0 || us == 0 || lo != hi) {
+            fprintf(stderr, "rank %d: out of time: part_loggp_calib_segs %llu (expected 0), "
+                    "part_loggp_calib_us %llu (all ranks %llu..%llu; expected one positive "
+                    "value)\n", rank, segs, us, lo, hi);
+            errs++;
+        }
+    }
     if (!expect) {
-        if (segs != 0 || us != 0) {
+        if (segs != 0 || (us != 0 && !budget)) {
             fprintf(stderr, "rank %d: no calibration expected, pvars say %llu segments, "
                     "%llu us\n", rank, segs, us);
             errs++;

@@ -20,8 +20,17 @@
  *           transport still buffers).
  * Every byte is checked every iteration, and the status's count.
  *
+ * One message whose request the engine armed for direct completion (part_tag.c's
+ * direct_arm: one VCI, permanent tags) is completed by the netmod itself, whatever order the
+ * progress hooks run in; so -direct=0 lines (MPIR_CVAR_PART_TAG_IDS=0 or several VCIs) check
+ * on the tag transport that no iteration was direct (pvar part_direct_iters), which is what
+ * makes their single MPI_Test a test of the hook's order, and -direct=1 lines that every
+ * measured iteration was. Several wire messages are no test of it: UCX hands over a few
+ * messages per progress call (shared memory's poll window starts at 1 and doubles), so a
+ * receive of 4 messages completed by the third MPI_Test in any order.
+ *
  * Arguments: -parts=N (partitions on both sides, default 1) -count=N (ints per partition,
- *            default 2) -iter=N (default 5).
+ *            default 2) -iter=N (default 5) -direct=0|1 (default: not checked).
  */
 
 #include "mpi.h"
@@ -34,6 +43,7 @@
 #include "part_transport.h"
 
 static int rank, errs = 0;
+#include "part_pvar.h"
 
 static int val(int it, int i)
 {
@@ -48,7 +58,7 @@ static int file_exists(const char *path)
 
 int main(int argc, char *argv[])
 {
-    int size, parts, count, iters;
+    int size, parts, count, iters, direct, provided;
     char path[256];
     MPI_Comm ctl;
     MPI_Request req;
@@ -64,7 +74,10 @@ int main(int argc, char *argv[])
     parts = MTestArgListGetInt_with_default(head, "parts", 1);
     count = MTestArgListGetInt_with_default(head, "count", 2);
     iters = MTestArgListGetInt_with_default(head, "iter", 5);
+    direct = MTestArgListGetInt_with_default(head, "direct", -1);
     MTestArgListDestroy(head);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    unsigned long long direct0 = pv_read("part_direct_iters");
 
     /* the flag file's name: rank 0's choice, sent to rank 1 */
     if (rank == 0)
@@ -153,6 +166,16 @@ int main(int argc, char *argv[])
             MPI_Barrier(ctl);
         }
     }
+    if (rank == 1 && direct >= 0 && !rdma_forced()) {
+        /* iteration 0 (the handshake) may go either way */
+        unsigned long long d = pv_read("part_direct_iters") - direct0;
+        if (direct ? d < (unsigned long long) iters : d != 0) {
+            fprintf(stderr, "rank 1: %llu of %d iterations completed directly; expected %s\n",
+                    d, iters + 1, direct ? "every measured one" : "none");
+            errs++;
+        }
+    }
+    pv_finalize();
     if (rank < 2)
         MPI_Request_free(&req);
     free(buf);

@@ -40,7 +40,7 @@
  * - no hang: if the main thread does not move on for 60 s, a watchdog thread reports where
  *   it stopped and calls MPI_Abort.
  *
- * Arguments: -rounds=N (default 150) -count=N (ints per message, default 256)
+ * Arguments: -rounds=N (default 60) -count=N (ints per message, default 256)
  */
 
 #include "mpi.h"

@@ -18,8 +18,12 @@
  * - With -noise=N the main threads exchange N point-to-point messages on another
  *   communicator while the threads work (checked too).
  *
+ * - With -split=1 (lines with MPIR_CVAR_PART_TAG_SPLIT_SIZE) the sender checks that wire
+ *   messages went split into eager pieces (pvar part_tag_split_msgs) where the engine splits:
+ *   the tag transport, both processes on one node, MPIR_CVAR_NOLOCAL off.
+ *
  * Arguments: -spart=N -rpart=N (multiples of 8) -count=N (ints in the buffer) -iter=N
- *            -hint=0|1 -aggr=N (-1: leave the CVAR alone) -noise=N
+ *            -hint=0|1 -aggr=N (-1: leave the CVAR alone) -noise=N -split=0|1
  */
 
 #include "mpi.h"
@@ -31,7 +35,11 @@
 
 #define NUM_THREADS 8
 
-static int rank, spart, rpart, count, iters;
+static int rank, spart, rpart, count, iters, split;
+static int pv_errs = 0;
+#define errs pv_errs    /* part_pvar.h counts its failures in errs */
+#include "../../part/part_pvar.h"
+#undef errs
 static int *buf;
 static MPI_Request req;
 static int cur_iter;
@@ -221,6 +229,7 @@ int main(int argc, char *argv[])
     hint = MTestArgListGetInt_with_default(head, "hint", 0);
     aggr = MTestArgListGetInt_with_default(head, "aggr", -1);
     nnoise = MTestArgListGetInt_with_default(head, "noise", 0);
+    split = MTestArgListGetInt_with_default(head, "split", 0);
     MTestArgListDestroy(head);
     if (spart % NUM_THREADS || rpart % NUM_THREADS || spart / NUM_THREADS > 64 ||
         rpart / NUM_THREADS > 64 || count % spart || count % rpart) {
@@ -237,6 +246,21 @@ int main(int argc, char *argv[])
         snprintf(v, sizeof(v), "%d", (rank == 0 ? spart : rpart) / NUM_THREADS);
         MPI_Info_create(&info);
         MPI_Info_set(info, "mpich_part_thread_partitions", v);
+    }
+
+    /* where the engine splits: the tag transport, a peer on this node, no MPIR_CVAR_NOLOCAL */
+    MPI_Comm node;
+    int nnode;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &nnode);
+    MPI_Comm_free(&node);
+    const char *nolocal = getenv("MPIR_CVAR_NOLOCAL");
+    int check_split = split && rank == 0 && !rdma_forced() && nnode == size &&
+        !(nolocal && atoi(nolocal) == 1);
+    unsigned long long split0 = 0;
+    if (check_split) {
+        MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided);
+        split0 = pv_read("part_tag_split_msgs");
     }
 
     if (rank == 0) {
@@ -280,6 +304,16 @@ int main(int argc, char *argv[])
         MPI_Request_free(&req);
     }
 
+    if (check_split) {
+        unsigned long long n = pv_read("part_tag_split_msgs") - split0;
+        if (n == 0) {
+            fprintf(stderr, "rank 0: no wire message was split (part_tag_split_msgs) in %d "
+                    "iterations\n", iters);
+            errs++;
+        }
+        pv_finalize();
+    }
+    errs += pv_errs;
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     MPI_Comm_free(&pcomm);
