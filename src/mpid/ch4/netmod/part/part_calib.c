@@ -33,7 +33,8 @@ cvars:
         messages between them (tools/part-calibrate's round-trip method with fewer
         repetitions: 8 sizes from 8 B to 1 MiB and the protocol switch between them, about
         0.1-0.5 s over shared memory on an idle machine, seconds while other processes
-        load its cores: 1.6-21 s measured so), and the PLogGP aggregator of every rank uses that
+        load its cores: 1.6-21 s measured so; at most MPIR_CVAR_PART_LOGGP_CALIBRATE_MS),
+        and the PLogGP aggregator of every rank uses that
         table instead of its built-in one for the tag transport's peers of the same kind
         (on the same node as each other when ranks 0 and 1 are, else on other nodes).
         MPIR_CVAR_PART_LOGGP_FILE, when set, wins and nothing is measured; so does a
@@ -52,6 +53,22 @@ cvars:
         "net"), so that later runs can name it there instead of measuring again. A file
         that cannot be written makes MPI_Init fail on every rank (MPI_ERR_OTHER), before
         anything is measured. Empty: nothing is written.
+
+    - name        : MPIR_CVAR_PART_LOGGP_CALIBRATE_MS
+      category    : CH4_PART
+      type        : int
+      default     : 10000
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        With MPIR_CVAR_PART_LOGGP_CALIBRATE: the most MPI_Init spends measuring, in
+        milliseconds (rank 0 decides, checking before each size and each step of the search
+        for a protocol switch; one measurement can run past it). Past it, a table with all 8
+        sizes measured is used without the steps left (and saved); one with fewer is
+        dropped: the built-in table stays, nothing is saved, part_loggp_calib_segs is 0
+        while part_loggp_calib_us says how long was spent, and rank 0 prints one line on
+        stderr. MPI_Init succeeds either way. 0: no limit.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -75,7 +92,10 @@ typedef struct {
 
 typedef struct {
     int32_t ok;                 /* 1: table holds the result; 0: not a table; -1: a round
-                                 * trip failed; -2: the file could not be written */
+                                 * trip failed; -2: the file could not be written; -3: out
+                                 * of time (MPIR_CVAR_PART_LOGGP_CALIBRATE_MS) before every
+                                 * size was measured */
+    int32_t sizes;              /* sizes measured */
     int32_t on_node;            /* ranks 0 and 1 share a node */
     double us;                  /* how long it took */
     MPIDI_PART_loggp_t table;
@@ -92,6 +112,8 @@ typedef struct {
     char *sbuf, *rbuf;
     int mpi_errno;              /* the first error; later steps do nothing */
     double warm_us;             /* warm-up budget per measurement */
+    double end_us;              /* MPIR_CVAR_PART_LOGGP_CALIBRATE_MS's deadline (rank 0;
+                                 * 0: none) */
 } link_t;
 
 static double now_us(void)
@@ -117,6 +139,12 @@ static double median(double *v, int n)
         return 0;
     qsort(v, n, sizeof(double), cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* rank 0: past MPIR_CVAR_PART_LOGGP_CALIBRATE_MS */
+static int out_of_time(const link_t * l)
+{
+    return l->end_us > 0 && now_us() >= l->end_us;
 }
 
 static void lsend(link_t * l, const void *buf, int64_t bytes, int tag)
@@ -222,7 +250,7 @@ static MPIDI_PART_calib_pt_t lower_of_two(link_t * l, MPIDI_PART_calib_pt_t p, i
 static int refine(link_t * l, MPIDI_PART_calib_pt_t * pts, int n)
 {
     const int k = MPIDI_PART_CALIB_STEP_OVERHEAD;
-    for (int i = 0; i + 1 < n && l->mpi_errno == MPI_SUCCESS; i++) {
+    for (int i = 0; i + 1 < n && l->mpi_errno == MPI_SUCCESS && !out_of_time(l); i++) {
         MPIDI_PART_calib_pt_t lo = pts[i], hi = pts[i + 1], add[2];
         int nadd = 0;
         /* above 64 KiB the overhead grows with the size (rendezvous: it includes the
@@ -236,14 +264,17 @@ static int refine(link_t * l, MPIDI_PART_calib_pt_t * pts, int n)
         /* to 16 bytes below 64 KiB (the tool goes to 1): the lower end stays below the
          * switch, which is what a split piece must not pass (part_tag.c) */
         int64_t res = lo.s < 65536 ? 16 : lo.s / 1024;
-        while (hi.s - lo.s > res && l->mpi_errno == MPI_SUCCESS) {
+        while (hi.s - lo.s > res && l->mpi_errno == MPI_SUCCESS && !out_of_time(l)) {
             MPIDI_PART_calib_pt_t q = lower_of_two(l, measure(l, lo.s + (hi.s - lo.s) / 2), k);
             if (MPIDI_PART_calib_step_value(&q, k) > split)
                 hi = q;
             else
                 lo = q;
         }
-        for (int c = 0; c < CAL_CONFIRM && !MPIDI_PART_calib_step_confirmed(&lo, &hi, k); c++) {
+        if (hi.s - lo.s > res)
+            continue;   /* out of time before the switch was found */
+        for (int c = 0; c < CAL_CONFIRM && !MPIDI_PART_calib_step_confirmed(&lo, &hi, k) &&
+             !out_of_time(l); c++) {
             lo = lower_of_two(l, lo, k);
             hi = lower_of_two(l, hi, k);
         }
@@ -305,14 +336,22 @@ int MPIDI_PART_calibrate(void)
             if (outf == NULL)
                 r.ok = -2;
         }
-        for (int i = 0; i < CAL_NSIZES && r.ok != -2 && l.mpi_errno == MPI_SUCCESS; i++)
+        if (MPIR_CVAR_PART_LOGGP_CALIBRATE_MS > 0)
+            l.end_us = t0 + 1000.0 * MPIR_CVAR_PART_LOGGP_CALIBRATE_MS;
+        for (int i = 0; i < CAL_NSIZES && r.ok != -2 && l.mpi_errno == MPI_SUCCESS; i++) {
+            if (out_of_time(&l)) {
+                r.ok = -3;
+                break;
+            }
             pts[n++] = measure(&l, cal_sizes[i]);
+        }
+        r.sizes = n;
         l.warm_us = CAL_REFINE_WARM_US;
-        if (r.ok != -2)
+        if (r.ok == 0)
             n = refine(&l, pts, n);
         ctrl_t stop = {.cmd = CMD_STOP };
         lsend(&l, &stop, sizeof(stop), TAG_CTRL);
-        if (l.mpi_errno == MPI_SUCCESS && r.ok != -2) {
+        if (l.mpi_errno == MPI_SUCCESS && r.ok == 0) {
             MPIDI_PART_calib_fit_pieces(pts, n, starts);
             MPIDI_PART_calib_latency(pts, n);
             /* as MPIDI_PART_peer_on_node decides for an operation */
@@ -353,6 +392,16 @@ int MPIDI_PART_calibrate(void)
     MPIR_ERR_CHKANDJUMP1(r.ok == -2, mpi_errno, MPI_ERR_OTHER, "**partcalib",
                          "**partcalib %s", "rank 0 could not write "
                          "MPIR_CVAR_PART_LOGGP_CALIBRATE_FILE");
+    if (r.ok == -3) {
+        /* out of time: the built-in table stays (part_loggp_calib_segs 0) */
+        if (world->rank == 0)
+            fprintf(stderr, "MPICH partitioned engine: the LogGP calibration at MPI_Init ran "
+                    "out of MPIR_CVAR_PART_LOGGP_CALIBRATE_MS (%d ms) after %d of %d sizes "
+                    "(%.0f ms); the built-in table stays\n", MPIR_CVAR_PART_LOGGP_CALIBRATE_MS,
+                    r.sizes, CAL_NSIZES, r.us / 1000.0);
+        MPIDI_PART_PVAR_SET(LOGGP_CALIB_US, r.us + 0.5);
+        goto fn_exit;
+    }
     MPIR_ERR_CHKANDJUMP1(!r.ok, mpi_errno, MPI_ERR_OTHER, "**partcalib", "**partcalib %s",
                          "the measured values do not make a LogGP table");
     MPIDI_PART_aggr_calibrated(&r.table, r.on_node);
