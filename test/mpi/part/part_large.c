@@ -16,7 +16,8 @@
  *   received as 5 partitions of 512 of the 1 MiB type.
  * The receiver also checks the status count (MPI_Get_count_c in bytes).
  * Both processes run on one host in the usual runs, so the test needs about 2 x 2.6 GiB:
- * it SKIPS (and prints only " No Errors"; the reason with MPITEST_VERBOSE=1) when
+ * it SKIPS (and prints only " No Errors"; the reason with MPITEST_VERBOSE=1, and appended
+ * to the file PART_TEST_SKIP_FILE names, whose lines maint/test.sh prints) when
  * /proc/meminfo's MemAvailable on rank 0's host is below that plus 1 GiB of margin.
  */
 
@@ -215,6 +216,15 @@ int main(int argc, char *argv[])
             MTestPrintfMsg(1, "part_large: skipped: MemAvailable %lld MiB, need %lld MiB "
                            "(two ranks x 2.6 GiB + 1 GiB margin)\n", avail / 1024,
                            need_kib / 1024);
+            /* runtests counts any other output as a failure: a skip is told through the
+             * file maint/test.sh names (it prints the lines after the mode) */
+            const char *sf = getenv("PART_TEST_SKIP_FILE");
+            FILE *f = sf && sf[0] ? fopen(sf, "a") : NULL;
+            if (f) {
+                fprintf(f, "part_large: skipped: MemAvailable %lld MiB, need %lld MiB\n",
+                        avail / 1024, need_kib / 1024);
+                fclose(f);
+            }
         }
     }
     MPI_Bcast(&skip, 1, MPI_INT, 0, MPI_COMM_WORLD);
