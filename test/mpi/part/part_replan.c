@@ -26,7 +26,9 @@
  *   watches partitions arrive: section 4c's EARLY rule keeps only separate calls apart);
  * - part_replans is 1 on both processes (one re-plan each).
  * With the RDMA transport forced (ofi-* and verbs modes) ploggp's groups are split by the
- * timer's deadline instead: part_replans stays 0, and the early-bird checks above hold.
+ * timer's deadline instead: part_replans stays 0, and the early-bird checks above hold;
+ * -pattern=burst sends fewer wire messages than partitions every iteration (here 1: the
+ * partitions readied back to back make whole groups before the deadline).
  *
  * Arguments: -parts=N (both sides) -count=N (ints per partition) -iters=N (default R + 3)
  *            -pattern=burst|early|blocks -blocks=B
@@ -165,6 +167,12 @@ int main(int argc, char *argv[])
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             unsigned long long nm = pv_read("part_wire_msgs_sent") - before;
             MTestPrintfMsg(1, "iter %d: %llu wire messages\n", it + 1, nm);
+            if (rdma_forced() && burst && nm >= (unsigned long long) parts) {
+                fprintf(stderr, "iter %d (burst, RDMA): %llu wire messages for %d partitions "
+                        "readied back to back: the timer's groups were not merged\n", it + 1,
+                        nm, parts);
+                errs++;
+            }
             if (!tag)
                 continue;
             if (it < observed && nm != (unsigned long long) parts) {
