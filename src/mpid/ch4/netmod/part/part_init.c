@@ -115,10 +115,11 @@ static const struct {
         "(MPIR_CVAR_PART_TAG_SPLIT_SIZE), counted when sent"},
     [MPIDI_PART_PV_LOGGP_CALIB_SEGS] = {"part_loggp_calib_segs", 1,
         "Segments of the LogGP table measured at MPI_Init (MPIR_CVAR_PART_LOGGP_CALIBRATE) "
-        "that the PLogGP aggregator uses; 0 when there was no calibration"},
+        "that the PLogGP aggregator uses; 0 when there was no calibration or it ran out of "
+        "MPIR_CVAR_PART_LOGGP_CALIBRATE_MS"},
     [MPIDI_PART_PV_LOGGP_CALIB_US] = {"part_loggp_calib_us", 1,
         "How long the LogGP calibration at MPI_Init took on rank 0, in microseconds (0 when "
-        "there was none)"},
+        "there was none; also set when it ran out of time)"},
     [MPIDI_PART_PV_RDMA_DRAIN_TIMEOUTS] = {"part_rdma_drain_timeouts", 0,
         "Failed iterations of RDMA receivers that ended on MPIR_CVAR_PART_RDMA_DRAIN_MS "
         "rather than when the sender's writes still in flight had all landed"},
