@@ -43,7 +43,7 @@ elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
 step() { printf '==> %s  [at %s]\n' "$*" "$(elapsed)"; }
 
 "$top/maint/build.sh"
-step "build done after $(elapsed)"
+step "build done"
 
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
@@ -184,7 +184,9 @@ show_stacks() {     # show_stacks: the new stack files' engine and MPI frames
 # with env=MPIR_CVAR_NOLOCAL=1 is the shm mode's run of it again (49 lines, ~30 s):
 # testlist.cvar.nolocal leaves them out too. The lists are made here, in the test build's
 # directories, where runtests looks before the source directory.
-# a test that cannot run here (part_large without the memory) says so in this file
+
+# A test that cannot run here (part_large without the memory) says so in this file; each
+# mode's lines are printed after its run and gathered in skipped-all.txt.
 PART_TEST_SKIP_FILE=$RESULTS/skipped.txt
 export PART_TEST_SKIP_FILE
 : > "$PART_TEST_SKIP_FILE"
@@ -424,7 +426,7 @@ else
     record bench-smoke 0 1
 fi
 
-step "all tests done after $(elapsed); results in $RESULTS/"
+step "all tests done; results in $RESULTS/"
 [ -z "$failures" ] || echo "failed groups:$failures"
 [ -z "$skipped_groups" ] || echo "skipped groups (see above why):$skipped_groups"
 [ ! -s "$RESULTS/skipped-all.txt" ] ||

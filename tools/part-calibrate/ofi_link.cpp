@@ -180,7 +180,7 @@ class OfiLink : public Link {
             len = 0;            // the partner learns it from the length
         }
         uint64_t mine[3] = {(uint64_t) len, virt_ ? (uint64_t) (uintptr_t) rbuf_.data() : 0,
-                            rmr_ ? fi_mr_key(rmr_) : 0};
+                            fi_mr_key(rmr_)};
         uint64_t peer[3];
         MPI_Sendrecv(mine, 3, MPI_UINT64_T, partner_, 71, peer, 3, MPI_UINT64_T, partner_, 71,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);

@@ -136,7 +136,7 @@ int main(int argc, char **argv)
         }
     } else {
         /* which table the engine uses for this peer */
-        int local = part_geom_local();
+        int local = part_all_local();
         const char *prov = getenv("MPIR_CVAR_PART_OFI_PROVIDER");
         const char *tag_name = local ? "shm" : "net";
         const char *name = !rdma_forced() ? tag_name :

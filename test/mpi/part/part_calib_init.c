@@ -155,7 +155,7 @@ int main(int argc, char **argv)
             errs++;
         }
         /* which table the calibration replaced: the processes' path */
-        int local = part_geom_local();
+        int local = part_all_local();
         const char *name = local ? "shm" : "net";
         MPIDI_PART_loggp_t table;
         int line = 0, err = MPIDI_PART_loggp_load(path, name, &table, &line);

@@ -65,20 +65,6 @@ static long part_geom_run(int spart, int rpart, int ints, MPI_Comm comm)
     return (long) ((w1 - w0) / ITERS);
 }
 
-/* Whether the engine reads its "shm" table for peers in MPI_COMM_WORLD (collective): all
- * processes on one node and MPIR_CVAR_NOLOCAL off; else "net". */
-static int part_geom_local(void)
-{
-    MPI_Comm shared;
-    int nshared, size;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-    MPI_Comm_size(shared, &nshared);
-    MPI_Comm_free(&shared);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *nl = getenv("MPIR_CVAR_NOLOCAL");
-    return nshared == size && !(nl && atoi(nl) == 1);
-}
-
 /* The wire messages per iteration that the model plans with table t for a geometry
  * (spart -> rpart partitions, ints ints) and a spread (us); *k gets its merge factor.
  * Needs the engine's part_ploggp.c compiled in before this header. */

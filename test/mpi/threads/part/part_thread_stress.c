@@ -35,11 +35,8 @@
 
 #define NUM_THREADS 8
 
-static int rank, spart, rpart, count, iters, split;
-static int pv_errs = 0;
-#define errs pv_errs    /* part_pvar.h counts its failures in errs */
+static int rank, errs, spart, rpart, count, iters, split;
 #include "../../part/part_pvar.h"
-#undef errs
 static int *buf;
 static MPI_Request req;
 static int cur_iter;
@@ -166,7 +163,7 @@ static MTEST_THREAD_RETURN_TYPE receiver_thread(void *arg)
 /* main-thread point-to-point traffic on another communicator while the threads work */
 static int noise(MPI_Comm c, int n, int iter)
 {
-    int errs = 0, out[16], in[16];
+    int bad = 0, out[16], in[16];
     for (int k = 0; k < n; k++) {
         for (int i = 0; i < 16; i++)
             out[i] = rank * 100000 + iter * 100 + k + i;
@@ -174,12 +171,12 @@ static int noise(MPI_Comm c, int n, int iter)
                      MPI_STATUS_IGNORE);
         for (int i = 0; i < 16; i++)
             if (in[i] != (1 - rank) * 100000 + iter * 100 + k + i)
-                errs++;
+                bad++;
     }
-    if (errs)
+    if (bad)
         fprintf(stderr, "rank %d iter %d: %d wrong words in point-to-point traffic\n", rank,
-                iter, errs);
-    return errs;
+                iter, bad);
+    return bad;
 }
 
 static int set_aggr(int value)
@@ -204,7 +201,7 @@ static int set_aggr(int value)
 
 int main(int argc, char *argv[])
 {
-    int errs = 0, size, provided, hint, aggr, nnoise;
+    int size, provided, hint, aggr, nnoise;
     MPI_Info info = MPI_INFO_NULL;
     MPI_Comm pcomm;
 
@@ -248,15 +245,8 @@ int main(int argc, char *argv[])
         MPI_Info_set(info, "mpich_part_thread_partitions", v);
     }
 
-    /* where the engine splits: the tag transport, a peer on this node, no MPIR_CVAR_NOLOCAL */
-    MPI_Comm node;
-    int nnode;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &nnode);
-    MPI_Comm_free(&node);
-    const char *nolocal = getenv("MPIR_CVAR_NOLOCAL");
-    int check_split = split && rank == 0 && !rdma_forced() && nnode == size &&
-        !(nolocal && atoi(nolocal) == 1);
+    /* where the engine splits: the tag transport, the peer on this node, no MPIR_CVAR_NOLOCAL */
+    int check_split = part_all_local() && split && rank == 0 && !rdma_forced();
     unsigned long long split0 = 0;
     if (check_split) {
         MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided);
@@ -313,7 +303,6 @@ int main(int argc, char *argv[])
         }
         pv_finalize();
     }
-    errs += pv_errs;
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     MPI_Comm_free(&pcomm);
