@@ -35,9 +35,22 @@
  * - no hang: if a process does not move on for 60 s, a watchdog thread reports where its
  *   main thread stopped and calls MPI_Abort.
  *
+ * The window (a free between the meeting and the plan's installation) is a few microseconds
+ * wide, and MPI_Request_free's own progress usually meets the announcement itself first:
+ * in 20000 rounds without help it was hit 0 or 1 times (pvar part_freed_while_planning,
+ * 2026-12-02). So one line widens it: -hold=US makes rank 1 sleep (not spin: on 2 cores
+ * the progress thread needs one) between MPI_Precv_init and MPI_Request_free in every
+ * other round, so that its progress thread meets the announcement, and
+ * MPIR_CVAR_PART_DEBUG_MATCH_DELAY_US holds that thread between the meeting and the plan;
+ * with -freed=1 rank 1 checks that the pvar grew, i.e. that receives were freed inside the
+ * window (about 700 of 1300 held rounds here; none without the delay). The other lines
+ * only try it.
+ *
  * Arguments: -rounds=N -iter=N (iterations of the final pair) -spin=N (max microseconds of
  *            the random spins; 0: none) -lag=N (rounds before rank 0 frees a send)
- *            -secs=S (stop the rounds after S seconds once 1000 are done; default 10).
+ *            -secs=S (stop the rounds after S seconds once 1000 are done; default 10)
+ *            -freed=0|1 (default 0; 1: the window must have been hit at least once)
+ *            -hold=US (default 0: rank 1's sleep before the free in odd rounds).
  *
  * Why -secs: the two main threads and the two progress threads never block, so on a
  * 2-core machine a round sometimes waits for the scheduler to put the partner's main
@@ -204,8 +217,8 @@ static void final_pair(int tag, int iters)
 int main(int argc, char *argv[])
 {
     static const int parts[10] = { 1, 2, 3, 4, 5, 6, 8, 10, 12, 16 };
-    int size, provided, rounds, iters, maxspin, lag, secs, tag_ids = -1;
-    unsigned long long live0, ids0, cts0, cts1;
+    int size, provided, rounds, iters, maxspin, lag, secs, expect_freed, hold, tag_ids = -1;
+    unsigned long long live0, ids0, cts0, cts1, freed0;
     MPI_Request sreq[MAXLAG + 1];
     int fbuf[TOTAL];
     unsigned int seed;
@@ -231,10 +244,13 @@ int main(int argc, char *argv[])
     maxspin = MTestArgListGetInt_with_default(head, "spin", 20);
     lag = MTestArgListGetInt_with_default(head, "lag", 4);
     secs = MTestArgListGetInt_with_default(head, "secs", 10);
+    expect_freed = MTestArgListGetInt_with_default(head, "freed", 0);
+    hold = MTestArgListGetInt_with_default(head, "hold", 0);
     MTestArgListDestroy(head);
-    if (lag < 0 || lag > MAXLAG || rounds < 0 || rounds > 30000 || secs < 1) {
-        fprintf(stderr, "invalid arguments (0 <= lag <= %d, rounds <= 30000, secs >= 1)\n",
-                MAXLAG);
+    if (lag < 0 || lag > MAXLAG || rounds < 0 || rounds > 30000 || secs < 1 || hold < 0 ||
+        hold > 100000) {
+        fprintf(stderr, "invalid arguments (0 <= lag <= %d, rounds <= 30000, secs >= 1, "
+                "0 <= hold <= 100000)\n", MAXLAG);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
@@ -251,6 +267,7 @@ int main(int argc, char *argv[])
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     live0 = pv_read("part_ops_live");
     ids0 = pv_read("part_tag_ids_in_use");
+    freed0 = pv_read("part_freed_while_planning");
     seed = 2463534242u ^ (unsigned int) (rank * 104729 + 17);
     for (int i = 0; i < TOTAL; i++)
         fbuf[i] = i;
@@ -289,7 +306,9 @@ int main(int argc, char *argv[])
             wd_mark(r, "MPI_Precv_init");
             check(MPI_Precv_init(rbuf, rp, TOTAL / rp, MPI_INT, 0, tag, comm, MPI_INFO_NULL,
                                  &req), r, "MPI_Precv_init");
-            if (maxspin > 0 && r % 3 != 0)
+            if (hold > 0 && r % 2)
+                usleep(hold);   /* a core for the progress thread: it meets the RTS first */
+            else if (maxspin > 0 && r % 3 != 0)
                 spin_us(rnd(&seed) % (unsigned int) maxspin);
             wd_mark(r, "MPI_Request_free(receive)");
             check(MPI_Request_free(&req), r, "MPI_Request_free(receive)");
@@ -304,6 +323,17 @@ int main(int argc, char *argv[])
             if (r % 5 != 0)
                 check(MPI_Request_free(&sreq[r % (MAXLAG + 1)]), r, "MPI_Request_free(send)");
 
+    if (rank == 1) {
+        unsigned long long hits = pv_read("part_freed_while_planning") - freed0;
+        if (expect_freed && hits == 0) {
+            fprintf(stderr, "rank 1: -freed=1, %d rounds: no receive was freed between "
+                    "meeting its announcement and its plan (part_freed_while_planning "
+                    "unchanged)\n", rounds);
+            errs++;
+        }
+        if (getenv("PART_RACE_FREE_RTS_VERBOSE"))
+            printf("rank 1: %d rounds, %llu receives freed while planned\n", rounds, hits);
+    }
     wd_mark(rounds, "settle after the loop");
     settle_check("after the loop", live0, ids0);
 

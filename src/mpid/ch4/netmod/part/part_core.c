@@ -661,13 +661,18 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         rdma_wait = op->is_send && !MPIDI_PART_st_is_armed(&op->st);
     }
 #endif
+    int start_window = unlikely(MPIR_CVAR_PART_DEBUG_START_DELAY_US > 0) && !op->is_send;
+    if (start_window)
+        __atomic_store_n(&op->start_window, 1, __ATOMIC_RELAXED);      /* under the lock */
     MPIDI_PART_UNLOCK();
-    if (unlikely(MPIR_CVAR_PART_DEBUG_START_DELAY_US > 0) && !op->is_send)
+    if (start_window)
         MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_START_DELAY_US);
     /* the request is not active yet: nothing reads the previous iteration's messages (an
      * operation planned only after the lock was released has none) */
     if (tp && !reset_early)
         tp->iter_reset(op);
+    if (start_window)
+        __atomic_store_n(&op->start_window, 0, __ATOMIC_RELAXED);
     if (send_layout) {
         mpi_errno = MPIDI_PART_send_layout(op);
         MPIR_ERR_CHECK(mpi_errno);

@@ -115,6 +115,12 @@ typedef struct MPIDI_PART_op {
                                  * those of a drain, a watch, a timer pass or a handler
                                  * that holds it (lock) */
     int freed;                  /* the user freed the request (lock) */
+    int freed_at_meet;          /* freed already when its RTS met it (lock; pvar
+                                 * part_freed_while_planning counts the others) */
+    int start_window;           /* testing aid MPIR_CVAR_PART_DEBUG_START_DELAY_US: a
+                                 * receive's MPI_Start is between beginning its iteration
+                                 * and releasing the last one's requests (atomic; pvar
+                                 * part_withdraw_in_start) */
     int error;                  /* mpi_errno every iteration completes with (FAILED) */
     uint32_t serial;            /* sender: its RTS's serial; receiver: the matched RTS's */
     int refused;                /* receiver: its sender withdrew (WITHDRAW): the status it
@@ -374,6 +380,8 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_RDMA_DRAINING,
     MPIDI_PART_PV_WITHDRAWN,
     MPIDI_PART_PV_RELEASE_BEFORE_PLAN,
+    MPIDI_PART_PV_FREED_WHILE_PLANNING,
+    MPIDI_PART_PV_WITHDRAW_IN_START,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];

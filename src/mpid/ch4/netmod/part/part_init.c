@@ -134,6 +134,14 @@ static const struct {
         "RELEASE messages (a receive freed) that reached their send before the receiver's "
         "PLAN did: the receiver sends the PLAN after releasing its lock, so the two may "
         "cross (engine README, section 5)"},
+    [MPIDI_PART_PV_FREED_WHILE_PLANNING] = {"part_freed_while_planning", 0,
+        "Partitioned receives freed (MPI_Request_free) after the sender's announcement "
+        "met them and before their plan was installed: no plan is installed and the "
+        "sender is told (engine README, section 5; review finding C4)"},
+    [MPIDI_PART_PV_WITHDRAW_IN_START] = {"part_withdraw_in_start", 0,
+        "WITHDRAW messages handled while their receive's MPI_Start waited between beginning "
+        "its iteration and releasing the last one's requests; counted only under the "
+        "testing aid MPIR_CVAR_PART_DEBUG_START_DELAY_US (engine README, section 5)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

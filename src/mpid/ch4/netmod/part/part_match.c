@@ -44,6 +44,19 @@ cvars:
         can free the receive meanwhile and its RELEASE overtake the PLAN
         (threads/part/part_race_release). 0: off.
 
+    - name        : MPIR_CVAR_PART_DEBUG_MATCH_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: a receive (not yet freed) that met the sender's announcement
+        busy-waits this many microseconds, without the engine lock, before it decides the
+        plan, so that the program can free it meanwhile
+        (threads/part/part_race_free_rts; pvar part_freed_while_planning). 0: off.
+
     - name        : MPIR_CVAR_PART_DEBUG_REFUSE_PLAN
       category    : CH4_PART
       type        : int
@@ -97,6 +110,7 @@ int MPIDI_PART_choice(int *choice)
 /* Receiver: take the sender's announcement (lock held). */
 void MPIDI_PART_take_rts(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * rts)
 {
+    op->freed_at_meet = op->freed;
     op->sop = rts->sop;
     op->peer_partitions = rts->partitions;
     op->peer_thread_parts = rts->thread_parts;
@@ -255,8 +269,8 @@ static int decide_plan(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
 }
 
 /* Receiver: the sender's RTS and our MPI_Precv_init have met. The caller holds a reference
- * and has set op->matching. Decide the plan, set up the transport, answer the sender once,
- * and start the iteration if the user already did. No lock held. */
+ * and took the RTS (MPIDI_PART_take_rts). Decide the plan, set up the transport, answer the
+ * sender once, and start the iteration if the user already did. No lock held. */
 int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -273,11 +287,15 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     hdr->bytes = op->total_bytes;
     hdr->timer_ns = -1;
 
+    if (unlikely(MPIR_CVAR_PART_DEBUG_MATCH_DELAY_US > 0) && !op->freed_at_meet)
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_MATCH_DELAY_US);
     MPIDI_PART_LOCK();
     freed = op->freed;
     MPIDI_PART_UNLOCK();
     if (freed) {
         status = MPIDI_PART_STATUS_FREED;
+        if (!op->freed_at_meet) /* not the ordinary "freed before its RTS" */
+            MPIDI_PART_PVAR_ADD(FREED_WHILE_PLANNING, 1);
         goto answer;
     }
 
@@ -354,6 +372,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
     if (op->freed) {
         /* freed while we planned: nothing is ever sent; release the sender */
         status = MPIDI_PART_STATUS_FREED;
+        MPIDI_PART_PVAR_ADD(FREED_WHILE_PLANNING, 1);
     } else if (refused && status == MPIDI_PART_STATUS_OK) {
         /* the sender withdrew while we planned, before its PLAN came (refused_from 1;
          * handle_withdraw failed the state and ended an iteration started before): no
@@ -799,6 +818,8 @@ static void handle_withdraw(const MPIDI_PART_hdr_t * hdr)
         (state == MPIDI_PART_ST_UNPLANNED || state == MPIDI_PART_ST_PLANNED)) {
         MPIDI_PART_iter_t from = MPIDI_PART_ITER0 + (MPIDI_PART_iter_t) hdr->bytes + 1;
         found = 1;
+        if (unlikely(__atomic_load_n(&op->start_window, __ATOMIC_RELAXED)))
+            MPIDI_PART_PVAR_ADD(WITHDRAW_IN_START, 1);
         op->refused_from = from;
         __atomic_store_n(&op->refused, hdr->status == MPIDI_PART_STATUS_FREED ?
                          MPIDI_PART_STATUS_FREED : MPIDI_PART_STATUS_ERROR, __ATOMIC_SEQ_CST);
