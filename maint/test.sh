@@ -14,7 +14,7 @@
 #      tcp;ofi_rxm providers, and once over the verbs backend (MPIR_CVAR_PART_TRANSPORT=verbs)
 #      on the verbs emulator (LD_LIBRARY_PATH=test/verbs-emu/build), adding testlist.verbs
 #      (error completions, small queues, several queue pairs); testlist.dtp only in the
-#      shm and ofi-shm modes
+#      shm and ofi-shm modes; then part_badinput_fatal once more, its message checked
 #   4. two hosts: network namespaces joined by a veth pair, hydra launching across them
 #      (maint/twohost/run-tests.sh; reported as skipped where namespaces cannot be made)
 #   5. the demo, which verifies its data
@@ -254,6 +254,23 @@ for mode in $TEST_MODES; do
     record "part-$mode" "$1" "$2"
     clean_stale_shm
 done
+
+# ---- a fatal bad input's message ----------------------------------------------------------
+# runtests checks part_badinput_fatal (testlist.cvar, resultTest=TestErrFatal) by its exit
+# status alone; here the same program's output must name the call and the problem.
+step "a fatal bad input's message (part_badinput_fatal: MPI_Pready of partition 4 of 4)"
+rc=0
+( cd "$tb/part" && { [ -x part_badinput_fatal ] || make part_badinput_fatal; } \
+    && timeout 120 "$PREFIX/bin/mpiexec" -n 2 ./part_badinput_fatal ) \
+    > "$RESULTS/badinput-fatal.log" 2>&1 || rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'Fatal error in internal_Pready' "$RESULTS/badinput-fatal.log" \
+   && grep -q 'Invalid partition, value is 4' "$RESULTS/badinput-fatal.log"; then
+    record badinput-fatal 1 0
+else
+    echo "    exit status $rc; the output:"
+    tail -n 20 "$RESULTS/badinput-fatal.log"
+    record badinput-fatal 0 1
+fi
 
 # ---- two hosts (maint/twohost: network namespaces joined by a veth, hydra across them) ----
 step "two hosts (maint/twohost/run-tests.sh: UCX over TCP and the RDMA transport over tcp;ofi_rxm)"

@@ -20,7 +20,9 @@
  *   path use it);
  * - a hang: an alarm says so after 20 s (rank 0) or 30 s (rank 1) and exits 0. timeLimit
  *   must stay above these (60).
- * The message itself is checked by hand: mpiexec -n 2 ./part_badinput_fatal.
+ * The message itself is checked by maint/test.sh, which runs the program once more after the
+ * test suite (mpiexec -n 2 ./part_badinput_fatal) and looks for "Fatal error in
+ * internal_Pready" and "Invalid partition, value is 4" in its output.
  */
 
 #include "mpi.h"
