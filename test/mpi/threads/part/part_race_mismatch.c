@@ -37,8 +37,16 @@
  * - No hang: if a process does not move on for 60 s, a watchdog thread reports what each
  *   thread was doing and calls MPI_Abort.
  *
+ * - With -raced=1 (the line with the testing aid MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US, a
+ *   busy wait between MPI_Pready*'s unlocked look at the state and its lock): the window
+ *   C3 was about was hit, i.e. pvar part_pready_answer_raced grew on rank 0 (an MPI_Pready*
+ *   that found the send unplanned and then, under the lock, the receiver's answer). Without
+ *   the aid the window is too narrow to show: 0 hits in 2000 rounds, 3-4 with 20-100 us;
+ *   with 500 us about 60 in 600 rounds on every transport (2026-12-02).
+ *
  * Arguments: -rounds=N -iter=N (iterations per operation) -spin=N (max microseconds of the
  *            random spins; 0: none) -verbose=1 (counts of accepted late MPI_ERR_REQUEST)
+ *            -raced=0|1 (default 0)
  */
 
 #include "mpi.h"
@@ -400,8 +408,8 @@ static void receiver(int rounds, int iters)
 
 int main(int argc, char *argv[])
 {
-    int size, provided, rounds, iters, verbose;
-    unsigned long long live0, live1;
+    int size, provided, rounds, iters, verbose, raced;
+    unsigned long long live0, live1, raced0;
 
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -420,6 +428,7 @@ int main(int argc, char *argv[])
     iters = MTestArgListGetInt_with_default(head, "iter", 4);
     maxspin = MTestArgListGetInt_with_default(head, "spin", 40);
     verbose = MTestArgListGetInt_with_default(head, "verbose", 0);
+    raced = MTestArgListGetInt_with_default(head, "raced", 0);
     MTestArgListDestroy(head);
     if (rounds > 30000) {
         fprintf(stderr, "at most 30000 rounds (one tag each)\n");
@@ -434,6 +443,7 @@ int main(int argc, char *argv[])
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(ncomm, MPI_ERRORS_RETURN);
     live0 = pv_read("part_ops_live");
+    raced0 = pv_read("part_pready_answer_raced");
 
     MTest_Start_thread(watchdog, NULL);
     if (rank == 0) {
@@ -451,8 +461,16 @@ int main(int argc, char *argv[])
                 live1, live0);
         errs++;
     }
+    unsigned long long nraced = pv_read("part_pready_answer_raced") - raced0;
+    if (raced && rank == 0 && nraced == 0) {
+        fprintf(stderr, "rank 0: -raced=1, %d rounds: no MPI_Pready* found the receiver's "
+                "answer installed while it waited for the lock (part_pready_answer_raced "
+                "unchanged)\n", rounds);
+        errs++;
+    }
     if (verbose && rank == 0)
-        printf("accepted late MPI_ERR_REQUEST from MPI_Pready*: %ld\n", late_req_errors);
+        printf("accepted late MPI_ERR_REQUEST from MPI_Pready*: %ld; MPI_Pready* that met "
+               "the answer on the way: %llu\n", late_req_errors, nraced);
     MPI_Barrier(MPI_COMM_WORLD);
     __atomic_store_n(&wd_quit, 1, __ATOMIC_RELEASE);
     errs += MTest_Join_threads();

@@ -44,7 +44,21 @@ cvars:
         Testing aid: a receive's MPI_Start that begins its iteration under the engine lock
         (not in the steady state) busy-waits this many microseconds after it released the
         lock, before it releases the last iteration's wire requests, so that a sender's
-        WITHDRAW can be handled meanwhile (threads/part/part_race_withdraw). 0: off.
+        WITHDRAW can be handled meanwhile (threads/part/part_race_withdraw; pvar
+        part_withdraw_in_start counts those). 0: off.
+
+    - name        : MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: an MPI_Pready, MPI_Pready_range or MPI_Pready_list that finds its send
+        not yet planned busy-waits this many microseconds before it takes the engine lock,
+        so that the receiver's answer can be installed meanwhile
+        (threads/part/part_race_mismatch; pvar part_pready_answer_raced counts those). 0: off.
 
     - name        : MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32
       category    : CH4_PART
@@ -829,12 +843,18 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
         obs_nmsgs = op->st.nmsgs;
         t_in = MPIDI_PART_now_ns();
     }
-    if (unlikely(MPIDI_PART_st_get_state(&op->st) != MPIDI_PART_ST_PLANNED)) {
+    int state = MPIDI_PART_st_get_state(&op->st);
+    if (unlikely(state != MPIDI_PART_ST_PLANNED)) {
         /* before the plan (or nothing travels): flags only, under the lock; the plan's
          * installation counts them. Re-checked under the lock: the plan may have come.
          * With nothing to send (EMPTY), the last partition readied ends the iteration. */
+        if (unlikely(MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US > 0))
+            MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US);
         MPIDI_PART_LOCK();
         int planned = MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED;
+        if (unlikely(MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US > 0) &&
+            state == MPIDI_PART_ST_UNPLANNED && MPIDI_PART_st_get_state(&op->st) != state)
+            MPIDI_PART_PVAR_ADD(PREADY_ANSWER_RACED, 1);        /* review finding C3 */
         for (; !planned && i < n; i++) {
             int p = list ? list[i] : lo + i;
             int rc = MPIDI_PART_st_ready_unplanned(&op->st, p);

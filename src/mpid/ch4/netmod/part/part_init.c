@@ -142,6 +142,14 @@ static const struct {
         "WITHDRAW messages handled while their receive's MPI_Start waited between beginning "
         "its iteration and releasing the last one's requests; counted only under the "
         "testing aid MPIR_CVAR_PART_DEBUG_START_DELAY_US (engine README, section 5)"},
+    [MPIDI_PART_PV_PREADY_ANSWER_RACED] = {"part_pready_answer_raced", 0,
+        "MPI_Pready* calls that found their send unplanned and, once they held the engine "
+        "lock, the receiver's answer installed (a plan or a failure); counted only under the "
+        "testing aid MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US"},
+    [MPIDI_PART_PV_RDMA_STALE_CREDITS] = {"part_rdma_stale_credits", 0,
+        "Credits of the RDMA transport dropped because they named another iteration than "
+        "the next of the send on their slot: late credits of the slot's previous "
+        "operation (engine README, section 4b)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

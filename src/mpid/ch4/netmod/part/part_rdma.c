@@ -455,8 +455,10 @@ static int resolve(uint32_t imm, rdma_event_t * ev)
          * its iteration: one that is not the next (a credit for an operation that held
          * this slot before) must not arm this one's iteration early */
         if (!MPIDI_PART_imm_credit_is(MPIDI_PART_imm_low(imm),
-                                      r->credit_base + (uint32_t) r->credited + 1))
+                                      r->credit_base + (uint32_t) r->credited + 1)) {
+            MPIDI_PART_PVAR_ADD(RDMA_STALE_CREDITS, 1);
             return 0;
+        }
         r->credited++;
         int nsend = 0;
         ev->arm_timer = 0;
