@@ -15,8 +15,13 @@
  * (which reaps the operation's outstanding writes through progress) spun forever inside the
  * completion-queue drain it held. The window is a few microseconds and a run is one chance
  * (one fault per process: the emulator counts work requests from the device's opening);
- * with that fix undone, 20 runs by hand did not hit it, so this line exercises the path
- * but does not prove the fix.
+ * with that fix undone, 20 runs by hand did not hit it, so the plain lines exercise the
+ * path but do not prove the fix. The -lastref=1 line does: -pause=MS makes the sender's
+ * main thread sleep after its MPI_Pready calls, so that the progress thread sees the
+ * error first, and the testing aid MPIR_CVAR_PART_VERBS_DEBUG_FAIL_DELAY_US holds that
+ * thread between failing the operations and dropping its references, so that the main
+ * thread's free lands there; the line fails unless pvar part_verbs_fail_last_ref (that
+ * thread dropped the last reference) grew.
  * What it did catch (10 of 10 runs before the fix): the sender's error message came back
  * as "(unknown)()": every one of the hundreds of flushed writes created an MPI error code,
  * which pushed the first one's text out of MPICH's ring of error messages; now only the
@@ -33,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "mpitest.h"
 #include "mpithreadtest.h"
 
@@ -73,12 +79,17 @@ static int check_error(const char *who, int rc, const char *want)
 
 int main(int argc, char **argv)
 {
-    int provided, tprovided, parts = 256;
+    int provided, tprovided, parts = 256, pause_ms = 0, lastref = 0;
     MPI_Request req;
 
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "-parts=", 7) == 0)
             parts = atoi(argv[i] + 7);
+        else if (strncmp(argv[i], "-pause=", 7) == 0)
+            pause_ms = atoi(argv[i] + 7);
+        else if (strncmp(argv[i], "-lastref=", 9) == 0)
+            lastref = atoi(argv[i] + 9);
+    }
     MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     if (provided != MPI_THREAD_MULTIPLE) {
         fprintf(stderr, "MPI_THREAD_MULTIPLE not provided\n");
@@ -103,10 +114,13 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             buf[i] = (unsigned char) (i * 7 + 1);
         MTest_Start_thread(progress_thread, NULL);
+        unsigned long long last0 = pv_read("part_verbs_fail_last_ref");
         MPI_Psend_init(buf, parts, COUNT, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
         MPI_Start(&req);
         for (int p = 0; p < parts; p++)
             MPI_Pready(p, req);
+        if (pause_ms > 0)
+            usleep(pause_ms * 1000);    /* the progress thread sees the error first */
         int flag = 0, rc = MPI_SUCCESS;
         while (!flag)
             rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
@@ -114,6 +128,12 @@ int main(int argc, char **argv)
         errs += check_error("sender", rc, "Work Request Flushed Error");
         stop_progress = 1;
         MTest_Join_threads();
+        unsigned long long last = pv_read("part_verbs_fail_last_ref") - last0;
+        if (lastref && last == 0) {
+            fprintf(stderr, "sender: -lastref=1: the free did not land while the progress "
+                    "thread was failing the operation (part_verbs_fail_last_ref unchanged)\n");
+            errs++;
+        }
     } else if (rank == 1) {
         memset(buf, 0x5A, n);
         MPI_Precv_init(buf, parts, COUNT, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);

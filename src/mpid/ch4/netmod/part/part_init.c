@@ -150,6 +150,9 @@ static const struct {
         "Credits of the RDMA transport dropped because they named another iteration than "
         "the next of the send on their slot: late credits of the slot's previous "
         "operation (engine README, section 4b)"},
+    [MPIDI_PART_PV_VERBS_FAIL_LAST_REF] = {"part_verbs_fail_last_ref", 0,
+        "Operations whose last reference the thread failing a broken verbs connection "
+        "dropped (the program freed the request while that thread was failing it)"},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

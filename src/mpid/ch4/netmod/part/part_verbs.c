@@ -124,6 +124,19 @@ cvars:
         at most the device's max_srq_wr: values outside are taken as the nearest bound);
         each incoming write with immediate data consumes one, progress replenishes them.
 
+    - name        : MPIR_CVAR_PART_VERBS_DEBUG_FAIL_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: the thread that fails a broken connection's operations busy-waits
+        this many microseconds after it failed them and before it drops its references,
+        so that the program can free a request meanwhile
+        (threads/part/part_verbs_free_race; pvar part_verbs_fail_last_ref). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -1246,7 +1259,19 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
             MPIDI_PART_rdma_failed(ops[i].op, -1);
         if (ops[i].what & TELL_IT)      /* the connection: any iteration */
             MPIDI_PART_rdma_tell_peer(ops[i].op, 0, msg, -1);
-        MPIDI_PART_op_release(ops[i].op);
+    }
+    if (unlikely(MPIR_CVAR_PART_VERBS_DEBUG_FAIL_DELAY_US > 0))
+        MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_VERBS_DEBUG_FAIL_DELAY_US);
+    for (int i = 0; i < n; i++) {
+        /* the program may have freed it meanwhile: then this reference is the last, and
+         * its release reaps the writes still in the completion queue (verbs_release) */
+        MPIDI_PART_LOCK();
+        int last = MPIDI_PART_op_unref(ops[i].op);
+        MPIDI_PART_UNLOCK();
+        if (last) {
+            MPIDI_PART_PVAR_ADD(VERBS_FAIL_LAST_REF, 1);
+            MPIDI_PART_op_destroy(ops[i].op);
+        }
     }
     MPL_free(ops);
 }
