@@ -415,13 +415,14 @@ void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op)
 }
 
 /* Drop one reference (no lock held). */
-void MPIDI_PART_op_release(MPIDI_PART_op_t * op)
+int MPIDI_PART_op_release(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_LOCK();
     int last = MPIDI_PART_op_unref(op);
     MPIDI_PART_UNLOCK();
     if (last)
         MPIDI_PART_op_destroy(op);
+    return last;
 }
 
 int MPIDI_PART_psend_init(const void *buf, int partitions, MPI_Aint count, MPI_Datatype datatype,
@@ -851,9 +852,10 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
         if (unlikely(MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US > 0))
             MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US);
         MPIDI_PART_LOCK();
-        int planned = MPIDI_PART_st_get_state(&op->st) == MPIDI_PART_ST_PLANNED;
+        int locked_state = MPIDI_PART_st_get_state(&op->st);
+        int planned = locked_state == MPIDI_PART_ST_PLANNED;
         if (unlikely(MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US > 0) &&
-            state == MPIDI_PART_ST_UNPLANNED && MPIDI_PART_st_get_state(&op->st) != state)
+            state == MPIDI_PART_ST_UNPLANNED && locked_state != state)
             MPIDI_PART_PVAR_ADD(PREADY_ANSWER_RACED, 1);        /* review finding C3 */
         for (; !planned && i < n; i++) {
             int p = list ? list[i] : lo + i;

@@ -427,8 +427,8 @@ static inline int MPIDI_PART_replan_ahead(MPIDI_PART_op_t * op)
 int MPIDI_PART_op_unref(MPIDI_PART_op_t * op);  /* lock held; 1: last ref, destroy it */
 void MPIDI_PART_all_remove(MPIDI_PART_op_t * op);        /* lock held: out of the op list */
 void MPIDI_PART_op_destroy(MPIDI_PART_op_t * op);       /* lock not held */
-void MPIDI_PART_op_release(MPIDI_PART_op_t * op);       /* lock not held: unref, destroy
-                                                         * if it was the last */
+int MPIDI_PART_op_release(MPIDI_PART_op_t * op);        /* lock not held: unref, destroy
+                                                         * if it was the last (1) */
 int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs);
 /* The op's memory (its arrays and the op), nothing else. */
 void MPIDI_PART_op_free_memory(MPIDI_PART_op_t * op);

@@ -1265,13 +1265,8 @@ static void fail_conn_ops(vrb_conn_t * c, const char *why, int tell)
     for (int i = 0; i < n; i++) {
         /* the program may have freed it meanwhile: then this reference is the last, and
          * its release reaps the writes still in the completion queue (verbs_release) */
-        MPIDI_PART_LOCK();
-        int last = MPIDI_PART_op_unref(ops[i].op);
-        MPIDI_PART_UNLOCK();
-        if (last) {
+        if (MPIDI_PART_op_release(ops[i].op))
             MPIDI_PART_PVAR_ADD(VERBS_FAIL_LAST_REF, 1);
-            MPIDI_PART_op_destroy(ops[i].op);
-        }
     }
     MPL_free(ops);
 }
