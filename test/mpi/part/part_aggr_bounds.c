@@ -3,7 +3,9 @@
  *
  * What it asserts:
  * - The five partitioned-engine performance variables exist as MPI_T_PVAR_CLASS_COUNTER,
- *   MPI_UNSIGNED_LONG_LONG, MPI_T_BIND_NO_OBJECT, continuous.
+ *   MPI_UNSIGNED_LONG_LONG, MPI_T_BIND_NO_OBJECT, continuous, MPI_T_VERBOSITY_USER_BASIC;
+ *   the engine's race counters (read by its own tests) exist with
+ *   MPI_T_VERBOSITY_MPIDEV_DETAIL.
  * - For each configuration (send partitions, receive partitions, total bytes, receiver's
  *   MPIR_CVAR_PART_AGGR_SIZE, sender's AGGR_SIZE), the wire messages of one iteration are
  *   W = ceil(g / k), with g = gcd(spart, rpart), S = bytes / g and
@@ -82,10 +84,12 @@ static int pv_setup(void)
         MPI_T_pvar_get_info(idx, name, &name_len, &verbosity, &var_class, &dt, &et, desc,
                             &desc_len, &bind, &readonly, &continuous, &atomic);
         if (var_class != MPI_T_PVAR_CLASS_COUNTER || dt != MPI_UNSIGNED_LONG_LONG ||
-            bind != MPI_T_BIND_NO_OBJECT || !continuous) {
-            fprintf(stderr, "rank %d: pvar %s: class %d type ull %d bind %d continuous %d\n",
-                    rank, pv_names[i], var_class, dt == MPI_UNSIGNED_LONG_LONG, bind,
-                    continuous);
+            bind != MPI_T_BIND_NO_OBJECT || !continuous ||
+            verbosity != MPI_T_VERBOSITY_USER_BASIC) {
+            fprintf(stderr, "rank %d: pvar %s: class %d type ull %d bind %d continuous %d "
+                    "user-basic %d\n", rank, pv_names[i], var_class,
+                    dt == MPI_UNSIGNED_LONG_LONG, bind, continuous,
+                    verbosity == MPI_T_VERBOSITY_USER_BASIC);
             errs++;
             continue;
         }
@@ -97,6 +101,35 @@ static int pv_setup(void)
             continue;
         }
         pv_ok[i] = 1;
+    }
+    return errs;
+}
+
+/* The race counters: counters for developers (MPI_T_VERBOSITY_MPIDEV_DETAIL). */
+static int pv_check_detail(void)
+{
+    static const char *names[] = {
+        "part_release_before_plan", "part_freed_while_planning", "part_withdraw_in_start",
+        "part_pready_answer_raced", "part_rdma_stale_credits", "part_verbs_fail_last_ref"
+    };
+    int errs = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        int idx, verbosity, var_class, bind, readonly, continuous, atomic;
+        char name[256], desc[1024];
+        int name_len = sizeof(name), desc_len = sizeof(desc);
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        if (MPI_T_pvar_get_index(names[i], MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS ||
+            MPI_T_pvar_get_info(idx, name, &name_len, &verbosity, &var_class, &dt, &et, desc,
+                                &desc_len, &bind, &readonly, &continuous,
+                                &atomic) != MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: pvar %s (class COUNTER) not found\n", rank, names[i]);
+            errs++;
+        } else if (verbosity != MPI_T_VERBOSITY_MPIDEV_DETAIL) {
+            fprintf(stderr, "rank %d: pvar %s: verbosity %d, not MPI_T_VERBOSITY_MPIDEV_DETAIL\n",
+                    rank, names[i], verbosity);
+            errs++;
+        }
     }
     return errs;
 }
@@ -489,6 +522,7 @@ int main(int argc, char *argv[])
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     errs += pv_setup();
+    errs += pv_check_detail();
 
     for (int c = 0; c < ncfg; c++)
         if (cfgs[c].count > maxcount)

@@ -39,9 +39,11 @@ void MPIDI_PART_request_free(MPIR_Request * request);
 
 /* The engine's MPI_T performance variables, for the MPI-facing layer (src/mpi/part): entry
  * i (0, 1, ... until it returns 0): name, description, whether it is a level (it can go
- * down) rather than a counter, and the address of its 64-bit value. */
+ * down) rather than a counter, whether it is a race counter for the engine's own tests
+ * (registered with MPI_T_VERBOSITY_MPIDEV_DETAIL, the others USER_BASIC), and the address
+ * of its 64-bit value. */
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
-                         unsigned long long **addr);
+                         int *is_detail, unsigned long long **addr);
 /* src/mpi/part/part_mpit.c: registers them (called by MPIDI_PART_init). */
 int MPIR_Part_mpit_init(void);
 

@@ -39,6 +39,7 @@ static const struct {
     const char *name;
     int level;          /* 1: can go down (MPI_T_PVAR_CLASS_LEVEL), 0: counter */
     const char *desc;
+    int detail;         /* 1: a race counter for the engine's own tests (MPIDEV_DETAIL) */
 } pvar_info[MPIDI_PART_PV_COUNT] = {
     [MPIDI_PART_PV_WIRE_MSGS_SENT] = {"part_wire_msgs_sent", 0,
         "Wire messages sent by partitioned send operations (counted per completed iteration)"},
@@ -133,36 +134,37 @@ static const struct {
     [MPIDI_PART_PV_RELEASE_BEFORE_PLAN] = {"part_release_before_plan", 0,
         "RELEASE messages (a receive freed) that reached their send before the receiver's "
         "PLAN did: the receiver sends the PLAN after releasing its lock, so the two may "
-        "cross (engine README, section 5)"},
+        "cross (engine README, section 5)", 1},
     [MPIDI_PART_PV_FREED_WHILE_PLANNING] = {"part_freed_while_planning", 0,
         "Partitioned receives freed (MPI_Request_free) after the sender's announcement "
         "met them and before their plan was installed: no plan is installed and the "
-        "sender is told (engine README, section 5; review finding C4)"},
+        "sender is told (engine README, section 5; review finding C4)", 1},
     [MPIDI_PART_PV_WITHDRAW_IN_START] = {"part_withdraw_in_start", 0,
         "WITHDRAW messages handled while their receive's MPI_Start waited between beginning "
         "its iteration and releasing the last one's requests; counted only under the "
-        "testing aid MPIR_CVAR_PART_DEBUG_START_DELAY_US (engine README, section 5)"},
+        "testing aid MPIR_CVAR_PART_DEBUG_START_DELAY_US (engine README, section 5)", 1},
     [MPIDI_PART_PV_PREADY_ANSWER_RACED] = {"part_pready_answer_raced", 0,
         "MPI_Pready* calls that found their send unplanned and, once they held the engine "
         "lock, the receiver's answer installed (a plan or a failure); counted only under the "
-        "testing aid MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US"},
+        "testing aid MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US", 1},
     [MPIDI_PART_PV_RDMA_STALE_CREDITS] = {"part_rdma_stale_credits", 0,
         "Credits of the RDMA transport dropped because they named another iteration than "
         "the next of the send on their slot: late credits of the slot's previous "
-        "operation (engine README, section 4b)"},
+        "operation (engine README, section 4b)", 1},
     [MPIDI_PART_PV_VERBS_FAIL_LAST_REF] = {"part_verbs_fail_last_ref", 0,
         "Operations whose last reference the thread failing a broken verbs connection "
-        "dropped (the program freed the request while that thread was failing it)"},
+        "dropped (the program freed the request while that thread was failing it)", 1},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
-                         unsigned long long **addr)
+                         int *is_detail, unsigned long long **addr)
 {
     if (i < 0 || i >= MPIDI_PART_PV_COUNT)
         return 0;
     *name = pvar_info[i].name;
     *desc = pvar_info[i].desc;
     *is_level = pvar_info[i].level;
+    *is_detail = pvar_info[i].detail;
     *addr = (unsigned long long *) &MPIDI_PART_pvars[i].v;
     return 1;
 }
