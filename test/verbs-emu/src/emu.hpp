@@ -287,6 +287,8 @@ void send_wakeup(const char* kind, uint64_t id, const void* msg, size_t len);
 void reap_dead();
 void parse_faults();
 bool leak_check_enabled();
+// VERBSEMU_CHECK_LEAKS set and not "objects": also QPs destroyed with send completions unread.
+bool unread_check_enabled();
 void parse_max_msg();  // g.max_msg from VERBSEMU_MAX_MSG
 void diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -382,6 +382,11 @@ bool leak_check_enabled() {
   return s && *s && strcmp(s, "0") != 0;
 }
 
+bool unread_check_enabled() {
+  const char* s = getenv("VERBSEMU_CHECK_LEAKS");
+  return leak_check_enabled() && strcmp(s, "objects") != 0;
+}
+
 namespace {
 
 // Exit hook: release what this process left in the registry; with VERBSEMU_CHECK_LEAKS set,

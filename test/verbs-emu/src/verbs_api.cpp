@@ -1105,7 +1105,7 @@ int ibv_destroy_qp(ibv_qp* qp) {
     Guard lk;
     QpRec& q = g.reg->qp[e->slot];
     if (!q.in_use || q.id != e->id) return EINVAL;
-    if (uint32_t n = unread_sends(e->slot))
+    if (uint32_t n = unread_check_enabled() ? unread_sends(e->slot) : 0)
       g.leak_notes.push_back("QP " + std::to_string(q.qpn) + " destroyed with " + std::to_string(n) +
                              " send completion(s) not read (poll its CQ, or move it to IBV_QPS_ERR "
                              "and poll the flushed work requests, before ibv_destroy_qp)");
