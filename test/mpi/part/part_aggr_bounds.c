@@ -61,34 +61,45 @@ static MPI_T_pvar_session session;
 static MPI_T_pvar_handle pv_handle[NPV];
 static int pv_ok[NPV];
 
+/* Looks up the COUNTER pvar `name`: its index, verbosity and whether it has the engine's
+ * shape (MPI_UNSIGNED_LONG_LONG, no binding, continuous). Returns 0, or 1 after reporting
+ * that it is missing. */
+static int pv_lookup(const char *name, int *idx, int *verbosity, int *shape_ok)
+{
+    char nm[256], desc[1024];
+    int nm_len = sizeof(nm), desc_len = sizeof(desc);
+    int var_class, bind, readonly, continuous, atomic;
+    MPI_Datatype dt;
+    MPI_T_enum et;
+    int err = MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, idx);
+    if (err == MPI_SUCCESS)
+        err = MPI_T_pvar_get_info(*idx, nm, &nm_len, verbosity, &var_class, &dt, &et, desc,
+                                  &desc_len, &bind, &readonly, &continuous, &atomic);
+    if (err != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: pvar %s (class COUNTER) not found (err %d)\n", rank, name,
+                err);
+        return 1;
+    }
+    *shape_ok = var_class == MPI_T_PVAR_CLASS_COUNTER && dt == MPI_UNSIGNED_LONG_LONG &&
+        bind == MPI_T_BIND_NO_OBJECT && continuous;
+    return 0;
+}
+
 static int pv_setup(void)
 {
     int errs = 0;
     MPI_T_pvar_session_create(&session);
     for (int i = 0; i < NPV; i++) {
-        int idx, err, count;
-        char name[256], desc[1024];
-        int name_len = sizeof(name), desc_len = sizeof(desc);
-        int verbosity, var_class, bind, readonly, continuous, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum et;
+        int idx, err, count, verbosity, shape_ok;
 
         pv_ok[i] = 0;
-        err = MPI_T_pvar_get_index(pv_names[i], MPI_T_PVAR_CLASS_COUNTER, &idx);
-        if (err != MPI_SUCCESS) {
-            fprintf(stderr, "rank %d: pvar %s (class COUNTER) not found (err %d)\n",
-                    rank, pv_names[i], err);
+        if (pv_lookup(pv_names[i], &idx, &verbosity, &shape_ok)) {
             errs++;
             continue;
         }
-        MPI_T_pvar_get_info(idx, name, &name_len, &verbosity, &var_class, &dt, &et, desc,
-                            &desc_len, &bind, &readonly, &continuous, &atomic);
-        if (var_class != MPI_T_PVAR_CLASS_COUNTER || dt != MPI_UNSIGNED_LONG_LONG ||
-            bind != MPI_T_BIND_NO_OBJECT || !continuous ||
-            verbosity != MPI_T_VERBOSITY_USER_BASIC) {
-            fprintf(stderr, "rank %d: pvar %s: class %d type ull %d bind %d continuous %d "
-                    "user-basic %d\n", rank, pv_names[i], var_class,
-                    dt == MPI_UNSIGNED_LONG_LONG, bind, continuous,
+        if (!shape_ok || verbosity != MPI_T_VERBOSITY_USER_BASIC) {
+            fprintf(stderr, "rank %d: pvar %s: counter of MPI_UNSIGNED_LONG_LONG, no binding, "
+                    "continuous %d; user-basic %d\n", rank, pv_names[i], shape_ok,
                     verbosity == MPI_T_VERBOSITY_USER_BASIC);
             errs++;
             continue;
@@ -114,16 +125,8 @@ static int pv_check_detail(void)
     };
     int errs = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        int idx, verbosity, var_class, bind, readonly, continuous, atomic;
-        char name[256], desc[1024];
-        int name_len = sizeof(name), desc_len = sizeof(desc);
-        MPI_Datatype dt;
-        MPI_T_enum et;
-        if (MPI_T_pvar_get_index(names[i], MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS ||
-            MPI_T_pvar_get_info(idx, name, &name_len, &verbosity, &var_class, &dt, &et, desc,
-                                &desc_len, &bind, &readonly, &continuous,
-                                &atomic) != MPI_SUCCESS) {
-            fprintf(stderr, "rank %d: pvar %s (class COUNTER) not found\n", rank, names[i]);
+        int idx, verbosity, shape_ok;
+        if (pv_lookup(names[i], &idx, &verbosity, &shape_ok)) {
             errs++;
         } else if (verbosity != MPI_T_VERBOSITY_MPIDEV_DETAIL) {
             fprintf(stderr, "rank %d: pvar %s: verbosity %d, not MPI_T_VERBOSITY_MPIDEV_DETAIL\n",
