@@ -9,8 +9,12 @@
 #   --enable-part-verbs (auto) without libibverbs  the same, configure goes on
 # libibverbs is hidden from configure by its cache variable for the header check
 # (ac_cv_header_infiniband_verbs_h=no), as on a machine without libibverbs-dev. A run that
-# should go on is stopped once the engine's "RUNNING CONFIGURE FOR ch4 partitioned engine"
-# line appears (about 35 s each; the two run side by side).
+# should go on is stopped once the engine's fragment has said what it decided ("ch4
+# partitioned engine's RDMA backends decided (ofi: .., verbs: ..)", the last line of its
+# PREREQ part, which runs before MPICH's subconfigures of mpl, json-c and yaksa): about
+# 35 s each, the two run side by side. Waiting for the body's "RUNNING CONFIGURE FOR ch4
+# partitioned engine" line instead, after those subconfigures, took 60-350 s each; the
+# body only acts on the PREREQ's decisions.
 # Prints TAP-ish lines and "N passed, M failed"; exits non-zero on a failure.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +31,7 @@ indent() { sed 's/^/#   /'; }
 [ -x "$src" ] || { nok "MPICH's configure at $src (run autogen.sh first)"; echo "0 passed, 1 failed"; exit 1; }
 
 base="--with-device=ch4:ucx --with-ucx=/usr --with-hwloc=/usr --disable-fortran --disable-romio --prefix=$tmp/prefix"
-notice='RUNNING CONFIGURE FOR ch4 partitioned engine'
+notice="ch4 partitioned engine's RDMA backends decided"
 
 # start NAME ARGS...: configure in $tmp/NAME as its own process group (setsid), output in
 # $tmp/NAME.out, its exit status in $tmp/NAME.rc when it ends
