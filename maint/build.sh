@@ -58,8 +58,13 @@ mkdir -p "$BUILD_DIR"
 phase autogen
 
 # ---- configure --------------------------------------------------------------------------
+# ccache in its depend mode: a miss costs ~5 % over plain gcc instead of ~32 % (the default
+# mode preprocesses every file once more to hash it; measured on 5 of libmpi's files,
+# 2026-12-02), which matters on a fresh machine, where every file is a miss; hits work as
+# before (the compiler's -MD output names the headers). Compiles without -MD (configure's
+# tests) take ccache's usual path.
 if command -v ccache >/dev/null 2>&1; then
-    export CCACHE_BASEDIR="$top" CCACHE_NOHASHDIR=1
+    export CCACHE_BASEDIR="$top" CCACHE_NOHASHDIR=1 CCACHE_DEPEND=${CCACHE_DEPEND:-1}
     export CC="ccache gcc" CXX="ccache g++"
 fi
 want="$args --prefix=$PREFIX"
