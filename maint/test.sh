@@ -224,7 +224,13 @@ for mode in $TEST_MODES; do
             lists=testlist,$cvar ;;
         ofi-shm) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=shm"
             lists=testlist,testlist.dtp.rdma,$cvar,testlist.large.rdma ;;
-        ofi-tcp) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm"
+        ofi-tcp) envs="MPIR_CVAR_PART_TRANSPORT=ofi MPIR_CVAR_PART_OFI_PROVIDER=tcp;ofi_rxm FI_OFI_RXM_BUFFER_SIZE=1024"
+            # FI_OFI_RXM_BUFFER_SIZE: ofi_rxm's buffers for its own eager messages and
+            # injects, 16 KiB each by default, which it allocates and touches per endpoint
+            # (17 MB, ~0.1 s each here; a test opens up to 4 endpoints per rank): ~0.4 s of
+            # each line's ~1.0 s (2026-12-02). The engine sends no rxm messages and injects
+            # nothing (only fi_writedata), so its path is the same with 1 KiB buffers; the
+            # two-host tests run tcp;ofi_rxm with rxm's defaults.
             # the datatype pingping sweeps over the RDMA transport run in ofi-shm; here
             # they would add ~80 s of TCP round trips to CI's budget and nothing new
             lists=testlist,$cvar,testlist.large.rdma ;;
