@@ -8,7 +8,8 @@
 # Environment:
 #   PREFIX          install prefix                     (default: <repo>/_install)
 #   BUILD_DIR       build directory                    (default: <repo>/_build)
-#   CONFIGURE_ARGS  replaces the default configure options below (the prefix is always added)
+#   CONFIGURE_ARGS  replaces the default configure options below (the prefix and
+#                   --no-recursion are always added)
 #   EXTRA_CONFIGURE_ARGS  appended to them
 #
 # Default options keep a 2-core build near 10 minutes: ch4:ucx (as Debian ships MPICH) on
