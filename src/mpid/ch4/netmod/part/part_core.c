@@ -1002,9 +1002,17 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
                 mpi_errno = early_arrival(op);
             goto fn_arrived;
         }
-        /* bounded progress on what carries the partition (and the engine's handshake) */
+        /* bounded progress on what carries the partition (and the engine's handshake).
+         * On the tag transport inline, and without testing again: this call answers
+         * false, the next sees what its progress brought (as stock MPICH's MPI_Parrived
+         * does); the test and the call were ~3.5 ns of a ~29.5 ns false answer (A/B,
+         * alternating, 3 rounds) */
         int done;
-        mpi_errno = op->tp->progress_msg(op, m, iter, &done);
+        if (likely(op->tp == &MPIDI_PART_tag_transport)) {
+            mpi_errno = MPIDI_PART_tag_progress_msg(op, m);
+            done = 0;
+        } else
+            mpi_errno = op->tp->progress_msg(op, m, iter, &done);
         MPIR_ERR_CHECK(mpi_errno);
         *flag = done || timer_arrived(op, partition);
         if (*flag && early_pending(op))

@@ -260,7 +260,8 @@ typedef struct MPIDI_PART_transport {
     /* lock held: test op's messages in flight; sets the VCIs that still carry some */
     void (*poll) (MPIDI_PART_op_t * op, uint64_t * vci_mask);
     /* no lock, MPI_Parrived found message m not done: progress what carries it, then
-     * *done = test_msg (one call: a false MPI_Parrived is ~20 ns) */
+     * *done = test_msg (one call: a false MPI_Parrived is ~20 ns; the tag transport's
+     * is inline there instead, MPIDI_PART_tag_progress_msg) */
     int (*progress_msg) (MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done);
     /* no lock: before a new iteration, release the previous one's resources */
     void (*iter_reset) (MPIDI_PART_op_t * op);
@@ -664,6 +665,25 @@ static inline int MPIDI_PART_vci_progress_one(int v)
         state.vci_count = 1;
     }
     return MPIDI_progress_test(&state, 0);
+}
+
+/* MPI_Parrived found message m of a tag-transport operation not done: progress the VCI
+ * that carries it (without MPICH's hooks: the completion polling is not needed for this
+ * message), then the engine's handshake and drain work if there is any, so that a thread
+ * that only polls MPI_Parrived still moves every other operation's handshake and lets kept
+ * blocks take what came. Inline in MPI_Parrived (part_core.c) rather than through the
+ * transport's progress_msg (a call and a second test). */
+static inline int MPIDI_PART_tag_progress_msg(MPIDI_PART_op_t * op, int m)
+{
+    int mpi_errno = MPIDI_PART_vci_progress_one(op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0);
+    int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
+    if (unlikely(work) && mpi_errno == MPI_SUCCESS) {
+        if (work & MPIDI_PART_WORK_HANDSHAKE)
+            mpi_errno = MPIDI_PART_handshake();
+        if (mpi_errno == MPI_SUCCESS && (work & MPIDI_PART_WORK_DRAIN) && MPIDI_PART_drain_due())
+            mpi_errno = MPIDI_PART_tag_drain();
+    }
+    return mpi_errno;
 }
 
 /* The communicator object message m of a tag-transport operation travels on. */

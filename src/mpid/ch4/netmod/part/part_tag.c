@@ -1195,21 +1195,11 @@ static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
             *vci_mask |= (uint64_t) 1 << t->msg_vci[m];
 }
 
-/* MPI_Parrived found message m not done: progress the VCI that carries it (without
- * MPICH's hooks: the completion polling is not needed for this message), then the engine's
- * handshake work if there is any, so that a thread that only polls MPI_Parrived still moves
- * every other operation's handshake. */
+/* MPI_Parrived found message m not done (the tag transport's own case is inline in
+ * MPI_Parrived, MPIDI_PART_tag_progress_msg; this entry keeps the table whole) */
 static int tag_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done)
 {
-    int vci = op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
-    int mpi_errno = MPIDI_PART_vci_progress_one(vci);
-    int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
-    if (mpi_errno == MPI_SUCCESS && (work & MPIDI_PART_WORK_HANDSHAKE))
-        mpi_errno = MPIDI_PART_handshake();
-    /* (a thread that only polls MPI_Parrived must let kept blocks take what came too) */
-    if (mpi_errno == MPI_SUCCESS && unlikely(work & MPIDI_PART_WORK_DRAIN) &&
-        MPIDI_PART_drain_due())
-        mpi_errno = MPIDI_PART_tag_drain();
+    int mpi_errno = MPIDI_PART_tag_progress_msg(op, m);
     *done = tag_test_msg_parrived(op, m, iter);
     return mpi_errno;
 }
