@@ -1008,7 +1008,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
          * does); the test and the call were ~3.5 ns of a ~29.5 ns false answer (A/B,
          * alternating, 3 rounds) */
         int done;
-        if (likely(op->tp == &MPIDI_PART_tag_transport)) {
+        if (likely(op->tp->progress_msg == NULL)) {     /* the tag transport */
             mpi_errno = MPIDI_PART_tag_progress_msg(op, m);
             done = 0;
         } else

@@ -260,8 +260,9 @@ typedef struct MPIDI_PART_transport {
     /* lock held: test op's messages in flight; sets the VCIs that still carry some */
     void (*poll) (MPIDI_PART_op_t * op, uint64_t * vci_mask);
     /* no lock, MPI_Parrived found message m not done: progress what carries it, then
-     * *done = test_msg (one call: a false MPI_Parrived is ~20 ns; the tag transport's
-     * is inline there instead, MPIDI_PART_tag_progress_msg) */
+     * *done = test_msg (one call: a false MPI_Parrived is ~20 ns). NULL for the tag
+     * transport, whose messages are MPICH requests on a VCI: MPI_Parrived progresses that
+     * VCI inline (MPIDI_PART_tag_progress_msg) and does not test again */
     int (*progress_msg) (MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done);
     /* no lock: before a new iteration, release the previous one's resources */
     void (*iter_reset) (MPIDI_PART_op_t * op);

@@ -1195,15 +1195,6 @@ static void tag_poll(MPIDI_PART_op_t * op, uint64_t * vci_mask)
             *vci_mask |= (uint64_t) 1 << t->msg_vci[m];
 }
 
-/* MPI_Parrived found message m not done (the tag transport's own case is inline in
- * MPI_Parrived, MPIDI_PART_tag_progress_msg; this entry keeps the table whole) */
-static int tag_progress_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done)
-{
-    int mpi_errno = MPIDI_PART_tag_progress_msg(op, m);
-    *done = tag_test_msg_parrived(op, m, iter);
-    return mpi_errno;
-}
-
 static void tag_iter_reset(MPIDI_PART_op_t * op)
 {
     MPIDI_PART_tagop_t *t = &op->u.tag;
@@ -1272,7 +1263,7 @@ const MPIDI_PART_transport_t MPIDI_PART_tag_transport = {
     .ctl = tag_ctl,
     .test_msg = tag_test_msg_parrived,
     .poll = tag_poll,
-    .progress_msg = tag_progress_msg,
+    .progress_msg = NULL,       /* inline in MPI_Parrived: MPIDI_PART_tag_progress_msg */
     .iter_reset = tag_iter_reset,
     .free = tag_free,
     .replan = tag_replan,
