@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -320,6 +321,37 @@ TEST(PartState, MessageOfPartitionAgreesWithTheDivision)
                 EXPECT_EQ(MPIDI_PART_st_msg_of(&op.st, parts - 1), op.st.nmsgs - 1);
             }
         }
+}
+
+// The multiplication that replaces p / ppm must be exact wherever a partition number can
+// be: every divisor up to 4096 against the partitions around its multiples, and divisors
+// and partitions at the top of int32_t.
+TEST(PartState, MessageOfPartitionIsExactForLargeNumbers)
+{
+    auto msg_of = [](int32_t ppm, int32_t p) {
+        MPIDI_PART_st_t st{};
+        st.ppm = ppm;
+        st.nmsgs = 2;
+        st.ppm_inv = MPIDI_PART_div_inv(ppm);
+        return MPIDI_PART_st_msg_of(&st, p);
+    };
+    const int32_t top = INT32_MAX;
+    for (int32_t d = 2; d <= 4096; d++) {
+        for (int32_t k : {0, 1, 2, 3, 1000, top / d - 1, top / d}) {
+            for (int32_t delta : {-1, 0, 1}) {
+                int64_t p = int64_t(k) * d + delta;
+                if (p < 0 || p > top)
+                    continue;
+                ASSERT_EQ(msg_of(d, int32_t(p)), int32_t(p / d)) << p << " / " << d;
+            }
+        }
+        ASSERT_EQ(msg_of(d, top), top / d) << d;
+    }
+    for (int32_t d : {top, top - 1, top / 2, top / 2 + 1, (1 << 30), (1 << 30) + 1, 65537,
+                      46341}) {
+        for (int32_t p : {0, 1, d - 1, d, top - 1, top})
+            ASSERT_EQ(msg_of(d, p), p / d) << p << " / " << d;
+    }
 }
 
 TEST(PartState, ArrivedIsPerPartitionThroughItsMessage)

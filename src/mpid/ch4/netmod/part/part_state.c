@@ -107,6 +107,7 @@ int MPIDI_PART_st_plan(MPIDI_PART_st_t * st, const MPIDI_PART_plan_t * plan, int
     st->plan = *plan;
     st->nmsgs = plan->nmsgs;
     st->ppm = MPIDI_PART_plan_parts_per_msg(plan, st->partitions);
+    st->ppm_inv = st->ppm > 1 ? MPIDI_PART_div_inv(st->ppm) : 0;
     st->cntr = cntr;
     st->held = held;
     st->done = done;
