@@ -5,10 +5,11 @@
 # /tmp/libA (8a67c08, before), /tmp/libB (2dbeafc, progress without MPICH's generic path),
 # /tmp/libC (the tag transport's progress inline in MPI_Parrived, no second test), each run
 # with the same partbench binary through LD_LIBRARY_PATH (partbench's RUNPATH yields to it).
+# LIBS="A C B2 stock" picks other copies (the follow-up in README.md).
 # Made with: git checkout REV && maint/build.sh && cp _install/lib/libmpi.so.12.2.2 /tmp/libX/libmpi.so.12
 B=${BENCH_BUILD:-/work/main/_bench/parr-after/build}
 for r in $(seq ${1:-5}); do
-    for lib in A B C stock; do
+    for lib in ${LIBS:-A B C stock}; do
         for th in 1 32; do
             if [ $lib = stock ]; then
                 line=$(timeout 60 mpiexec.mpich -n 2 $B/partbench-stock --lib stock --config ab --pattern parrived \
