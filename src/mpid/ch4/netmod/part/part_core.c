@@ -976,6 +976,21 @@ static int progress_all(void)
     return MPID_Progress_test(NULL);
 }
 
+/* A false MPI_Parrived progresses what carries the partition, not MPICH's progress hooks
+ * (nonblocking collectives' schedules, the engine's own polling). Every
+ * PARRIVED_FULL_EVERY-th false answer on an operation runs all of MPICH's progress
+ * instead, so that a program that only polls MPI_Parrived still completes its other
+ * operations, as repeated MPI_Test calls would (part/part_parrived_nbc: an MPI_Ibarrier the
+ * sender waits for; stock MPICH's MPI_Parrived hangs there with one VCI). Counted per
+ * operation, not per process: polling threads of different operations share no line. */
+#define PARRIVED_FULL_EVERY 256
+static inline int full_progress_due(MPIDI_PART_op_t * op)
+{
+    unsigned n = __atomic_load_n(&op->parrived_false, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&op->parrived_false, n, __ATOMIC_RELAXED);
+    return n % PARRIVED_FULL_EVERY == 0;
+}
+
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -1008,7 +1023,10 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
          * does); the test and the call were ~3.5 ns of a ~29.5 ns false answer (A/B,
          * alternating, 3 rounds) */
         int done;
-        if (likely(op->tp->progress_msg == NULL)) {     /* the tag transport */
+        if (unlikely(full_progress_due(op))) {
+            mpi_errno = progress_all();
+            done = 0;
+        } else if (likely(op->tp->progress_msg == NULL)) {      /* the tag transport */
             mpi_errno = MPIDI_PART_tag_progress_msg(op, m);
             done = 0;
         } else

@@ -217,6 +217,9 @@ typedef struct MPIDI_PART_op {
     int rts_ext_len;
 
     struct MPIDI_PART_rdmaop *rdma;     /* RDMA transport state (part_rdma.h), or NULL */
+    unsigned parrived_false;    /* receiver: false MPI_Parrived answers, counted without a
+                                 * lock (relaxed; a lost count only shifts the next full
+                                 * progress, part_core.c) */
 
     /* state machine storage */
     int32_t *ready;             /* sender: per partition (in the op's own allocation) */
