@@ -978,16 +978,24 @@ static int progress_all(void)
 
 /* A false MPI_Parrived progresses what carries the partition, not MPICH's progress hooks
  * (nonblocking collectives' schedules, the engine's own polling). Every
- * PARRIVED_FULL_EVERY-th false answer on an operation runs all of MPICH's progress
- * instead, so that a program that only polls MPI_Parrived still completes its other
- * operations, as repeated MPI_Test calls would (part/part_parrived_nbc: an MPI_Ibarrier the
- * sender waits for; stock MPICH's MPI_Parrived hangs there with one VCI). Counted per
- * operation, not per process: polling threads of different operations share no line. */
+ * PARRIVED_FULL_EVERY-th false answer that would progress VCI v runs all of MPICH's
+ * progress instead, so that a program that only polls MPI_Parrived still completes its
+ * other operations, as repeated MPI_Test calls would (part/part_parrived_nbc: an
+ * MPI_Ibarrier the sender waits for; stock MPICH's MPI_Parrived hangs there with one VCI).
+ * Counted per VCI, each count on its own cache line, without a lock (relaxed: a lost count
+ * only shifts the next full progress): threads polling messages on different VCIs share no
+ * line, and those on one VCI already share its lock's. */
 #define PARRIVED_FULL_EVERY 256
-static inline int full_progress_due(MPIDI_PART_op_t * op)
+typedef struct {
+    unsigned n;
+} __attribute__ ((aligned(64))) parrived_count_t;      /* a cache line each */
+static parrived_count_t parrived_false[MPIDI_CH4_MAX_VCIS];
+
+static inline int full_progress_due(int v)
 {
-    unsigned n = __atomic_load_n(&op->parrived_false, __ATOMIC_RELAXED) + 1;
-    __atomic_store_n(&op->parrived_false, n, __ATOMIC_RELAXED);
+    unsigned *c = &parrived_false[v].n;
+    unsigned n = __atomic_load_n(c, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(c, n, __ATOMIC_RELAXED);
     return n % PARRIVED_FULL_EVERY == 0;
 }
 
@@ -1023,11 +1031,15 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
          * does); the test and the call were ~3.5 ns of a ~29.5 ns false answer (A/B,
          * alternating, 3 rounds) */
         int done;
-        if (unlikely(full_progress_due(op))) {
+        /* the VCI this call moves: the message's on the tag transport; VCI 0 (with the
+         * endpoint's queue) on the RDMA transports */
+        int tag = op->tp->progress_msg == NULL;
+        int v = likely(tag) ? MPIDI_PART_tag_msg_vci(op, m) : 0;
+        if (unlikely(full_progress_due(v))) {
             mpi_errno = progress_all();
             done = 0;
-        } else if (likely(op->tp->progress_msg == NULL)) {      /* the tag transport */
-            mpi_errno = MPIDI_PART_tag_progress_msg(op, m);
+        } else if (likely(tag)) {
+            mpi_errno = MPIDI_PART_tag_progress_vci(v);
             done = 0;
         } else
             mpi_errno = op->tp->progress_msg(op, m, iter, &done);

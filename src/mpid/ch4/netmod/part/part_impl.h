@@ -217,9 +217,6 @@ typedef struct MPIDI_PART_op {
     int rts_ext_len;
 
     struct MPIDI_PART_rdmaop *rdma;     /* RDMA transport state (part_rdma.h), or NULL */
-    unsigned parrived_false;    /* receiver: false MPI_Parrived answers, counted without a
-                                 * lock (relaxed; a lost count only shifts the next full
-                                 * progress, part_core.c) */
 
     /* state machine storage */
     int32_t *ready;             /* sender: per partition (in the op's own allocation) */
@@ -265,7 +262,7 @@ typedef struct MPIDI_PART_transport {
     /* no lock, MPI_Parrived found message m not done: progress what carries it, then
      * *done = test_msg (one call: a false MPI_Parrived is ~20 ns). NULL for the tag
      * transport, whose messages are MPICH requests on a VCI: MPI_Parrived progresses that
-     * VCI inline (MPIDI_PART_tag_progress_msg) and does not test again */
+     * VCI inline (MPIDI_PART_tag_progress_vci) and does not test again */
     int (*progress_msg) (MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done);
     /* no lock: before a new iteration, release the previous one's resources */
     void (*iter_reset) (MPIDI_PART_op_t * op);
@@ -671,15 +668,21 @@ static inline int MPIDI_PART_vci_progress_one(int v)
     return MPIDI_progress_test(&state, 0);
 }
 
-/* MPI_Parrived found message m of a tag-transport operation not done: progress the VCI
- * that carries it (without MPICH's hooks: the completion polling is not needed for this
- * message), then the engine's handshake and drain work if there is any, so that a thread
- * that only polls MPI_Parrived still moves every other operation's handshake and lets kept
- * blocks take what came. Inline in MPI_Parrived (part_core.c) rather than through the
- * transport's progress_msg (a call and a second test). */
-static inline int MPIDI_PART_tag_progress_msg(MPIDI_PART_op_t * op, int m)
+/* The VCI that carries message m of a tag-transport operation. */
+static inline int MPIDI_PART_tag_msg_vci(MPIDI_PART_op_t * op, int m)
 {
-    int mpi_errno = MPIDI_PART_vci_progress_one(op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0);
+    return op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
+}
+
+/* MPI_Parrived found a message of a tag-transport operation not done: progress the VCI v
+ * that carries it (MPIDI_PART_tag_msg_vci; without MPICH's hooks: the completion polling is
+ * not needed for this message), then the engine's handshake and drain work if there is
+ * any, so that a thread that only polls MPI_Parrived still moves every other operation's
+ * handshake and lets kept blocks take what came. Inline in MPI_Parrived (part_core.c)
+ * rather than through the transport's progress_msg (a call and a second test). */
+static inline int MPIDI_PART_tag_progress_vci(int v)
+{
+    int mpi_errno = MPIDI_PART_vci_progress_one(v);
     int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
     if (unlikely(work) && mpi_errno == MPI_SUCCESS) {
         if (work & MPIDI_PART_WORK_HANDSHAKE)
