@@ -977,14 +977,17 @@ static int progress_all(void)
 }
 
 /* A false MPI_Parrived progresses what carries the partition, not MPICH's progress hooks
- * (nonblocking collectives' schedules, the engine's own polling). Every
+ * (nonblocking collectives' schedules, the engine's own polling) nor other VCIs. Every
  * PARRIVED_FULL_EVERY-th false answer that would progress VCI v runs all of MPICH's
- * progress instead, so that a program that only polls MPI_Parrived still completes its
- * other operations, as repeated MPI_Test calls would (part/part_parrived_nbc: an
- * MPI_Ibarrier the sender waits for; stock MPICH's MPI_Parrived hangs there with one VCI).
- * Counted per VCI, each count on its own cache line, without a lock (relaxed: a lost count
- * only shifts the next full progress): threads polling messages on different VCIs share no
- * line, and those on one VCI already share its lock's. */
+ * progress instead (progress_all: every VCI and the hooks), so that a program that only
+ * polls MPI_Parrived still completes its other operations, as repeated MPI_Test calls
+ * would (part/part_parrived_nbc: an MPI_Ibarrier the sender waits for; stock MPICH's
+ * MPI_Parrived hangs there with one VCI). It is also the tag transport's progress of every
+ * VCI now and then: MPICH's per-thread count (MPIDI_do_global_progress, a TLS lookup per
+ * call) is not read on that path. Counted per VCI, each count on its own cache line,
+ * without a lock (relaxed: a lost count only shifts the next full progress): threads
+ * polling messages on different VCIs share no line, and those on one VCI already share its
+ * lock's. */
 #define PARRIVED_FULL_EVERY 256
 typedef struct {
     unsigned n;

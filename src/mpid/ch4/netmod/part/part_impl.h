@@ -622,24 +622,22 @@ void MPIDI_PART_vci_all_views_locked(MPIDI_PART_op_t * op);
 void MPIDI_PART_vci_finalize(void);
 int MPIDI_PART_vci_progress(uint64_t mask);
 
-/* Progress VCI v alone, without the progress hooks: the VCI's lock, the netmod's progress
- * and (in a build with shared memory) shm's, under that one lock. MPIDI_progress_test with a
- * state naming v did the same through its generic path (the signal check, flag tests, the
- * VCI loop), which cost ~1.3 ns of a ~30 ns false MPI_Parrived (A/B of the two libraries,
- * alternating, 4 rounds, 1 and 32 partitions); with shared memory it would also lock the
- * VCI twice. Each progress still runs under the lock MPICH's path holds for it, and
- * neither takes it itself. MPICH's path runs instead when it has more to do: its
- * every-so-often progress of every VCI (MPIDI_do_global_progress, MPIR_CVAR_CH4_GLOBAL_
- * PROGRESS: a thread that only polls one message must move the others too, part_soak
- * -seed=2 with 4 VCIs waited forever without it), a pending SIGUSR1, work queues, the
- * lockless model. */
-static inline int MPIDI_PART_vci_progress_one(int v)
+/* Progress VCI v alone, without the progress hooks and without MPICH's every-so-often
+ * progress of every VCI: the VCI's lock, the netmod's progress and (in a build with shared
+ * memory) shm's, under that one lock. MPIDI_progress_test with a state naming v did the
+ * same through its generic path (the signal check, flag tests, the VCI loop), which cost
+ * ~1.3 ns of a ~30 ns false MPI_Parrived (A/B of the two libraries, alternating, 4 rounds,
+ * 1 and 32 partitions); with shared memory it would also lock the VCI twice. Each progress
+ * still runs under the lock MPICH's path holds for it, and neither takes it itself.
+ * MPICH's path runs instead for a pending SIGUSR1, work queues and the lockless model.
+ * MPI_Parrived calls this directly: its own every-256th full progress (part_core.c) moves
+ * every VCI and the hooks. */
+static inline int MPIDI_PART_vci_progress_only(int v)
 {
-    int global = MPIDI_do_global_progress();
 #ifndef MPIDI_CH4_USE_WORK_QUEUES
-    if (likely(!global) && MPIDI_CH4_MT_MODEL != MPIDI_CH4_MT_LOCKLESS
+    if (MPIDI_CH4_MT_MODEL != MPIDI_CH4_MT_LOCKLESS
 #ifdef HAVE_SIGNAL
-        && MPIDI_global.sigusr1_count <= MPIDI_global.my_sigusr1_count
+        && likely(MPIDI_global.sigusr1_count <= MPIDI_global.my_sigusr1_count)
 #endif
         ) {
         int mpi_errno;
@@ -654,18 +652,29 @@ static inline int MPIDI_PART_vci_progress_one(int v)
     }
 #endif
     MPID_Progress_state state;
-    if (global) {
+    state.flag = MPIDI_PROGRESS_ALL & ~MPIDI_PROGRESS_HOOKS;
+    if (MPIDI_CH4_MT_MODEL == MPIDI_CH4_MT_LOCKLESS)
+        state.flag |= MPIDI_PROGRESS_NM_LOCKLESS;
+    state.progress_made = 0;
+    state.vci[0] = v;
+    state.vci_count = 1;
+    return MPIDI_progress_test(&state, 0);
+}
+
+/* Progress VCI v without the progress hooks (the engine's own hook calls this, through
+ * MPIDI_PART_vci_progress), and now and then every VCI as MPICH's per-VCI progress does
+ * (MPIDI_do_global_progress, MPIR_CVAR_CH4_GLOBAL_PROGRESS: a thread that only polls one
+ * message must move the others too, part_soak -seed=2 with 4 VCIs waited forever without
+ * it). */
+static inline int MPIDI_PART_vci_progress_one(int v)
+{
+    if (unlikely(MPIDI_do_global_progress())) {
+        MPID_Progress_state state;
         MPIDI_progress_state_init(&state);      /* every VCI (the count moves on once more) */
         state.flag &= ~MPIDI_PROGRESS_HOOKS;
-    } else {
-        state.flag = MPIDI_PROGRESS_ALL & ~MPIDI_PROGRESS_HOOKS;
-        if (MPIDI_CH4_MT_MODEL == MPIDI_CH4_MT_LOCKLESS)
-            state.flag |= MPIDI_PROGRESS_NM_LOCKLESS;
-        state.progress_made = 0;
-        state.vci[0] = v;
-        state.vci_count = 1;
+        return MPIDI_progress_test(&state, 0);
     }
-    return MPIDI_progress_test(&state, 0);
+    return MPIDI_PART_vci_progress_only(v);
 }
 
 /* The VCI that carries message m of a tag-transport operation. */
@@ -675,14 +684,14 @@ static inline int MPIDI_PART_tag_msg_vci(MPIDI_PART_op_t * op, int m)
 }
 
 /* MPI_Parrived found a message of a tag-transport operation not done: progress the VCI v
- * that carries it (MPIDI_PART_tag_msg_vci; without MPICH's hooks: the completion polling is
- * not needed for this message), then the engine's handshake and drain work if there is
+ * that carries it (MPIDI_PART_tag_msg_vci; without MPICH's hooks and other VCIs, which
+ * MPI_Parrived's every-256th full progress moves), then the engine's handshake and drain work if there is
  * any, so that a thread that only polls MPI_Parrived still moves every other operation's
  * handshake and lets kept blocks take what came. Inline in MPI_Parrived (part_core.c)
  * rather than through the transport's progress_msg (a call and a second test). */
 static inline int MPIDI_PART_tag_progress_vci(int v)
 {
-    int mpi_errno = MPIDI_PART_vci_progress_one(v);
+    int mpi_errno = MPIDI_PART_vci_progress_only(v);
     int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
     if (unlikely(work) && mpi_errno == MPI_SUCCESS) {
         if (work & MPIDI_PART_WORK_HANDSHAKE)
