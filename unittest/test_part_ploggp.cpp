@@ -1148,3 +1148,22 @@ TEST(LoggpEagerLimit, BuiltinTablesAndLocatedSteps)
               MPIDI_PART_LOGGP_OK);
     EXPECT_EQ(MPIDI_PART_loggp_eager_limit(&t), 1000);
 }
+
+TEST(LoggpEagerLimit, StepLimitTakesTheFactor)
+{
+    // libfabric shm's 4 KiB step (1.9x) is not an eager limit at 2x, a step at 1.5x
+    const MPIDI_PART_loggp_t *rs = MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_SHM);
+    EXPECT_EQ(MPIDI_PART_loggp_eager_limit(rs), 0);
+    EXPECT_EQ(MPIDI_PART_loggp_step_limit(rs, 1.5), 4096);
+    EXPECT_EQ(MPIDI_PART_loggp_step_limit(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_RDMA_TCP),
+                                          1.5), 0);
+    MPIDI_PART_loggp_t t{};
+    int line = -1;
+    ASSERT_EQ(MPIDI_PART_loggp_parse("0 0.1 0.3 0.2 0.2 1e-4\n4096 0 1.0 0.8 0.2 1e-4\n"
+                                     "4097 0 1.5 1.3 0.2 1e-4\n16384 0 9 9 3 1e-4\n", nullptr,
+                                     &t, &line),
+              MPIDI_PART_LOGGP_OK);
+    EXPECT_EQ(MPIDI_PART_loggp_step_limit(&t, 1.5), 4096);     // 2.8 against 1.8
+    EXPECT_EQ(MPIDI_PART_loggp_step_limit(&t, 1.6), 0);
+    EXPECT_EQ(MPIDI_PART_loggp_step_limit(&t, 2.0), MPIDI_PART_loggp_eager_limit(&t));
+}

@@ -344,6 +344,66 @@ TEST(PartTimer, HurriedGroupSendsInHalvingRuns)
     EXPECT_EQ(G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data())), Runs{});
 }
 
+TEST(PartTimer, HurriedRunsStayWithinTheRunCap)
+{
+    // 8 partitions of 2 KiB on a path whose writes are cheap up to 4 KiB: runs of 2, then
+    // halving (2, 1, 1), never the 4 that halving alone sends first
+    ASSERT_EQ(MPIDI_PART_timer_run_cap(4096, 2048), 2);
+    Group G(8, 1000.0);
+    MPIDI_PART_tgroup_set_run_cap(&G.g, MPIDI_PART_timer_run_cap(4096, 2048));
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), Runs{});
+    Runs all;
+    for (int32_t p = 0; p < 8; ++p) {
+        Runs r = G.ready(p, p * 1.0);
+        Runs e = G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data()));
+        r.insert(r.end(), e.begin(), e.end());
+        all.insert(all.end(), r.begin(), r.end());
+    }
+    EXPECT_EQ(all, (Runs{{0, 2}, {2, 2}, {4, 2}, {6, 1}, {7, 1}}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+    // the cap outlives the iteration; a group not hurried still waits for its last
+    MPIDI_PART_tgroup_reset(&G.g);
+    G.ready(0, 0.0);
+    G.ready(1, 0.0);
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data())), Runs{});
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), (Runs{{0, 2}}));
+    // a cap of 32 partitions of 128 B in a group of 64: 32, then halving
+    Group H(64, 1000.0);
+    MPIDI_PART_tgroup_set_run_cap(&H.g, MPIDI_PART_timer_run_cap(4096, 128));
+    MPIDI_PART_tgroup_hurry(&H.g, H.buf.data());
+    std::vector<int32_t> counts;
+    for (int32_t p = 0; p < 64; ++p) {
+        Runs r = H.ready(p, 0.0);
+        Runs e = H.collect(MPIDI_PART_tgroup_call_end(&H.g, H.buf.data()));
+        r.insert(r.end(), e.begin(), e.end());
+        for (auto &x : r)
+            counts.push_back(x.second);
+    }
+    EXPECT_EQ(counts, (std::vector<int32_t>{32, 16, 8, 4, 2, 1, 1}));
+}
+
+TEST(PartTimer, RunCapOnlyWhereTwoPartitionsFitTheEagerLimit)
+{
+    EXPECT_EQ(MPIDI_PART_timer_run_cap(4096, 512), 8);
+    EXPECT_EQ(MPIDI_PART_timer_run_cap(4096, 1500), 2);
+    EXPECT_EQ(MPIDI_PART_timer_run_cap(4096, 2049), 0);   // one per write: halving stays
+    EXPECT_EQ(MPIDI_PART_timer_run_cap(4096, 65536), 0);
+    EXPECT_EQ(MPIDI_PART_timer_run_cap(0, 8), 0);         // no protocol step known
+    EXPECT_EQ(MPIDI_PART_timer_run_cap(4096, 0), 0);
+    EXPECT_EQ(MPIDI_PART_timer_run_cap(INT64_MAX, 1), INT32_MAX);
+    // set_run_cap: below 2 is no cap
+    std::vector<uint8_t> st(4);
+    MPIDI_PART_tgroup_t g;
+    MPIDI_PART_tgroup_init(&g, 4, st.data(), 10.0);
+    EXPECT_EQ(g.run_cap, 0);
+    MPIDI_PART_tgroup_set_run_cap(&g, 1);
+    EXPECT_EQ(g.run_cap, 0);
+    MPIDI_PART_tgroup_set_run_cap(&g, -5);
+    EXPECT_EQ(g.run_cap, 0);
+    MPIDI_PART_tgroup_set_run_cap(&g, 3);
+    EXPECT_EQ(g.run_cap, 3);
+}
+
 TEST(PartTimer, HurryWithAllButOneWaitingSendsThemAtOnce)
 {
     Group G(4, 1000.0);

@@ -97,7 +97,7 @@ TEST(Wire, EachKindCarriesTheFieldsItsHandlerReads)
         Trip t = RoundTrip(in);
         ASSERT_TRUE(t.ok);
         KEEPS(serial); KEEPS(sop); KEEPS(status); KEEPS(bytes); KEEPS(iter); KEEPS(transport);
-        KEEPS(plan); KEEPS(timer_ns); KEEPS(timer_cap_ns); KEEPS(rop);
+        KEEPS(plan); KEEPS(timer_ns); KEEPS(timer_cap_ns); KEEPS(timer_run); KEEPS(rop);
     }
     {
         MPIDI_PART_hdr_t in = Filled(MPIDI_PART_MSG_CTS, 8, gen);
@@ -201,7 +201,7 @@ TEST(Wire, CarriesWideContextIds)
 
 TEST(Wire, FixedPartIsHeadAndRun)
 {
-    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_PLAN), 64u);
+    EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_PLAN), 68u);
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_RTS), 64u);
     EXPECT_EQ(MPIDI_PART_wire_fixed(MPIDI_PART_MSG_EARLY), MPIDI_PART_WIRE_HEAD);
     EXPECT_EQ(MPIDI_PART_wire_fixed(0), 0u);

@@ -62,11 +62,17 @@
  * instead of MPIR_CVAR_PART_AGGREGATOR (the receiver's; testlist runs it against a CVAR
  * of "none", so with "timer" the write counts above fail unless the key is honoured).
  *
+ * -runcap=N: the run cap the engine gives a hurried group on this path, in partitions
+ * (part_timer.h, MPIDI_PART_timer_run_cap: the most partitions one write holds below the
+ * path's protocol step; libfabric shm's is 4 KiB in the built-in rdma-shm table, so 2 for
+ * partitions of 2 KiB). "tail" and "paced" then expect runs of N before the halving ones,
+ * and the first run of the tail to be N partitions, not half the group.
+ *
  * -badtimeout=1 instead: MPIR_CVAR_PART_AGGR_TIMEOUT_US of -2 and 2000001 (written with MPI_T)
  * make MPI_Precv_init fail with MPI_ERR_ARG and a message naming the variable.
  *
  * Arguments: -spart=N -rpart=N -count=N (ints in the whole buffer) -aggr=BYTES -iter=N
- *            -badtimeout=1
+ *            -paced=US -runcap=N -badtimeout=1
  */
 
 #include "mpi.h"
@@ -83,15 +89,16 @@ static const char *pname[] = { "together", "early", "laggard", "tail", "paced" }
 static int npat = 3;    /* patterns cycled through: 4 when "tail" applies */
 
 /* The hurried last group's runs (part_timer.h, MPIDI_PART_tgroup_hurry) for n partitions
- * readied one per call: what waits goes once it is at least what is still to come. Returns
- * how many runs; *first: the length of the first. */
-static int halving_runs(int n, int *first)
+ * readied one per call: what waits goes once it is at least what is still to come, or
+ * once it is cap partitions (cap >= 2; -runcap). Returns how many runs; *first: the
+ * length of the first. */
+static int halving_runs(int n, int cap, int *first)
 {
     int runs = 0, pend = 0;
     *first = 0;
     for (int i = 0; i < n; i++) {
         pend++;
-        if (pend >= n - (i + 1)) {
+        if (pend >= n - (i + 1) || (cap >= 2 && pend >= cap)) {
             if (runs++ == 0)
                 *first = i + 1;
             pend = 0;
@@ -229,6 +236,7 @@ int main(int argc, char *argv[])
     int iters = MTestArgListGetInt_with_default(head, "iter", 9);
     int badtimeout = MTestArgListGetInt_with_default(head, "badtimeout", 0);
     int paced_us = MTestArgListGetInt_with_default(head, "paced", 0);
+    int runcap = MTestArgListGetInt_with_default(head, "runcap", 0);
     char infoaggr[32];
     snprintf(infoaggr, sizeof(infoaggr), "%s",
              MTestArgListGetString_with_default(head, "infoaggr", ""));
@@ -266,7 +274,7 @@ int main(int argc, char *argv[])
         tail_groups = (spart + k - 1) / k;
         tail_last = spart - (tail_groups - 1) * k;
         if (tail_groups >= 2 && tail_last >= 2) {
-            tail_runs = halving_runs(tail_last, &tail_first);
+            tail_runs = halving_runs(tail_last, runcap, &tail_first);
             npat = 4;
         }
     }
@@ -281,7 +289,7 @@ int main(int argc, char *argv[])
     double paced_window = 0;    /* the longest first-to-last MPI_Pready of an iteration (s) */
     if (paced) {
         paced_k_groups = (spart + k - 1) / k;
-        paced_runs = halving_runs(spart - (paced_k_groups - 1) * k, &paced_first);
+        paced_runs = halving_runs(spart - (paced_k_groups - 1) * k, runcap, &paced_first);
     }
 
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);

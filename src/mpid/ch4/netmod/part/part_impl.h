@@ -200,6 +200,7 @@ typedef struct MPIDI_PART_op {
     MPIDI_PART_plan_t layout;   /* receiver: that LAYOUT's plan */
     int32_t timer_ns;           /* the timer aggregator's deadline (the PLAN's); -1: none */
     int32_t timer_cap_ns;       /* the PLAN's: the adaptive deadline's cap; 0: fixed */
+    int32_t timer_run;          /* the PLAN's: a hurried group's run cap; 0: none */
     int spread;                 /* wire messages per iteration on a VCI other than 0 */
     int choice;                 /* enum MPIDI_PART_choice at init */
     int contig;                 /* buf is one contiguous run of total_bytes bytes */

@@ -353,6 +353,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
         }
         hdr->timer_ns = err ? -1 : op->timer_ns;
         hdr->timer_cap_ns = hdr->timer_ns >= 0 ? op->timer_cap_ns : 0;
+        hdr->timer_run = hdr->timer_ns >= 0 ? op->timer_run : 0;
         if (!err && op->replan_iter) {
             hdr->iter = op->replan_iter - 1;    /* the iteration the sender observes */
             hdr->timer_ns = MPIDI_PART_aggr_replan_tau_ns(op);
@@ -451,6 +452,7 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
         /* the timer's writes need contexts of their own (part_rdma.h) */
         op->timer_ns = (op->rdma && tp && tp != &MPIDI_PART_tag_transport) ? hdr->timer_ns : -1;
         op->timer_cap_ns = op->timer_ns >= 0 ? hdr->timer_cap_ns : 0;
+        op->timer_run = op->timer_ns >= 0 ? hdr->timer_run : 0;
         if (!err)
             err = tp->send_plan(op, hdr);
 #ifdef MPIDI_CH4_PART_RDMA

@@ -431,15 +431,20 @@ const char *MPIDI_PART_loggp_strerror(int code)
     }
 }
 
-int64_t MPIDI_PART_loggp_eager_limit(const MPIDI_PART_loggp_t * t)
+int64_t MPIDI_PART_loggp_step_limit(const MPIDI_PART_loggp_t * t, double factor)
 {
     for (int32_t i = 0; t && i + 1 < t->nsegs; i++) {
         const MPIDI_PART_loggp_seg_t *a = &t->seg[i], *b = &t->seg[i + 1];
         double oa = a->o_s + a->o_r, ob = b->o_s + b->o_r;
-        if (b->min_bytes == a->min_bytes + 1 && ob >= 2 * oa && ob > 0)
+        if (b->min_bytes == a->min_bytes + 1 && ob >= factor * oa && ob > 0)
             return a->min_bytes;
     }
     return 0;
+}
+
+int64_t MPIDI_PART_loggp_eager_limit(const MPIDI_PART_loggp_t * t)
+{
+    return MPIDI_PART_loggp_step_limit(t, 2.0);
 }
 
 /* ---- the model -------------------------------------------------------------------------- */

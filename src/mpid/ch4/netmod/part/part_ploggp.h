@@ -64,6 +64,12 @@ const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t *
  * The first such step counts; 0 when the table has none. */
 int64_t MPIDI_PART_loggp_eager_limit(const MPIDI_PART_loggp_t * t);
 
+/* The same with another factor: the largest size before the first step located to the
+ * byte whose o_s + o_r is at least factor times the one below (eager_limit: factor 2). The
+ * timer's run cap uses 1.5: libfabric shm's step at 4 KiB (a system call on the receiving
+ * side) is 1.9x in the built-in rdma-shm table. */
+int64_t MPIDI_PART_loggp_step_limit(const MPIDI_PART_loggp_t * t, double factor);
+
 /* Return codes of the parser. */
 #define MPIDI_PART_LOGGP_OK        0
 #define MPIDI_PART_LOGGP_ESYNTAX   1    /* not 6 numbers, not a number, bad header line */

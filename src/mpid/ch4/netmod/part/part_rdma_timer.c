@@ -138,9 +138,11 @@ int MPIDI_PART_rtimer_setup(MPIDI_PART_op_t * op, int32_t timer_ns)
         t->spreads = MPL_malloc(sizeof(double) * t->ngroups, MPL_MEM_OTHER);
         MPIR_ERR_CHKANDJUMP(!t->spreads, mpi_errno, MPI_ERR_OTHER, "**nomem");
     }
-    for (int32_t m = 0; m < t->ngroups; m++)
+    for (int32_t m = 0; m < t->ngroups; m++) {
         MPIDI_PART_tgroup_init(&t->g[m], group_parts(t, m), t->tstate + m * ppg,
                                timer_ns / 1000.0);
+        MPIDI_PART_tgroup_set_run_cap(&t->g[m], op->timer_run);
+    }
     MPID_Thread_mutex_create(&t->lock, &err);
     MPIR_ERR_CHKANDJUMP(err, mpi_errno, MPI_ERR_OTHER, "**nomem");
     MPIDI_PART_LOCK();

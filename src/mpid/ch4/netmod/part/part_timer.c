@@ -11,6 +11,7 @@ void MPIDI_PART_tgroup_init(MPIDI_PART_tgroup_t * g, int32_t nparts, uint8_t * s
     g->nparts = nparts;
     g->state = state;
     g->timeout = timeout;
+    g->run_cap = 0;
     MPIDI_PART_tgroup_reset(g);
 }
 
@@ -103,10 +104,11 @@ int32_t MPIDI_PART_tgroup_hurry(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs
 /* Hurried: what waits goes once it is at least as much as what is still to come, so the
  * runs halve towards the group's last partition (k/2, k/4, .., 1, 1 for k readied one by
  * one): log2(k) + 1 writes, and at the last MPI_Pready only the run before it may still
- * be in flight. */
+ * be in flight; or once it reaches the run cap (runs of the cap, then halving). */
 int32_t MPIDI_PART_tgroup_call_end(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
 {
-    if (!g->hurry || g->pending == 0 || g->pending < g->nparts - g->nready)
+    if (!g->hurry || g->pending == 0 ||
+        (g->pending < g->nparts - g->nready && (g->run_cap == 0 || g->pending < g->run_cap)))
         return 0;
     return MPIDI_PART_tgroup_flush(g, runs);
 }

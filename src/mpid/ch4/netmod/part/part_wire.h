@@ -7,8 +7,8 @@
  * In memory a message is the whole struct. On the wire it is the head (kind, status, ext_len,
  * serial, sop: 16 bytes), then the one run of the body its kind uses (the body's fields are
  * ordered so that every kind's fields are one run), then ext_len bytes of ext. On the tag
- * transport an RTS is 64 bytes, a WITHDRAW 36, a RELEASE 28 (the struct's fixed part is 88):
- * small enough for a netmod's inline path (UCX's shared memory sends up to 92 bytes of an
+ * transport an RTS is 64 bytes, a PLAN 68, a WITHDRAW 36, a RELEASE 28 (the struct's fixed
+ * part is 96): small enough for a netmod's inline path (UCX's shared memory sends up to 92 bytes of an
  * active message inline, of which MPICH's header takes 16). Fields outside the run arrive
  * as 0.
  */
@@ -82,6 +82,8 @@ typedef struct MPIDI_PART_hdr {
                                  * PLAN with iter > 0: the re-plan's tau (ns, section 4c) */
     int32_t timer_cap_ns;       /* PLAN, RDMA timer: the deadline adapts to the spreads the
                                  * sender observes, up to this (ns); 0: it stays timer_ns */
+    int32_t timer_run;          /* PLAN, RDMA timer: a hurried group's run cap in the
+                                 * sender's partitions (part_timer.h); 0: none */
     int32_t transport;          /* PLAN: enum MPIDI_PART_transport_id */
     /* RTS/PLAN/CTS/FAIL: the transport's data, laid out by it as a struct (hence the
      * alignment) */
