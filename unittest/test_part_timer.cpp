@@ -39,6 +39,19 @@ struct Group {
     {
         return collect(MPIDI_PART_tgroup_tick(&g, now, buf.data()));
     }
+    // Partitions 0..n-1 readied one per MPI_Pready* call (at times 0, 1, ..): the writes of
+    // each call, its own and its end's (MPIDI_PART_tgroup_call_end), in order.
+    Runs ready_one_by_one(int32_t n)
+    {
+        Runs all;
+        for (int32_t p = 0; p < n; ++p) {
+            Runs r = ready(p, p * 1.0);
+            Runs e = collect(MPIDI_PART_tgroup_call_end(&g, buf.data()));
+            all.insert(all.end(), r.begin(), r.end());
+            all.insert(all.end(), e.begin(), e.end());
+        }
+        return all;
+    }
 };
 
 // 0..n-1 in a random order.
@@ -329,14 +342,7 @@ TEST(PartTimer, HurriedGroupSendsInHalvingRuns)
     // readied one by one, well inside the deadline: runs of 4, 2, 1, 1
     Group G(8, 1000.0);
     EXPECT_EQ(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), Runs{});
-    Runs all;
-    for (int32_t p = 0; p < 8; ++p) {
-        Runs r = G.ready(p, p * 1.0);
-        Runs e = G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data()));
-        r.insert(r.end(), e.begin(), e.end());
-        all.insert(all.end(), r.begin(), r.end());
-    }
-    EXPECT_EQ(all, (Runs{{0, 4}, {4, 2}, {6, 1}, {7, 1}}));
+    EXPECT_EQ(G.ready_one_by_one(8), (Runs{{0, 4}, {4, 2}, {6, 1}, {7, 1}}));
     EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
     // a new iteration is not hurried
     MPIDI_PART_tgroup_reset(&G.g);
@@ -352,14 +358,7 @@ TEST(PartTimer, HurriedRunsStayWithinTheRunCap)
     Group G(8, 1000.0);
     MPIDI_PART_tgroup_set_run_cap(&G.g, MPIDI_PART_timer_run_cap(4096, 2048));
     EXPECT_EQ(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), Runs{});
-    Runs all;
-    for (int32_t p = 0; p < 8; ++p) {
-        Runs r = G.ready(p, p * 1.0);
-        Runs e = G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data()));
-        r.insert(r.end(), e.begin(), e.end());
-        all.insert(all.end(), r.begin(), r.end());
-    }
-    EXPECT_EQ(all, (Runs{{0, 2}, {2, 2}, {4, 2}, {6, 1}, {7, 1}}));
+    EXPECT_EQ(G.ready_one_by_one(8), (Runs{{0, 2}, {2, 2}, {4, 2}, {6, 1}, {7, 1}}));
     EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
     // the cap outlives the iteration; a group not hurried still waits for its last
     MPIDI_PART_tgroup_reset(&G.g);
@@ -372,13 +371,8 @@ TEST(PartTimer, HurriedRunsStayWithinTheRunCap)
     MPIDI_PART_tgroup_set_run_cap(&H.g, MPIDI_PART_timer_run_cap(4096, 128));
     MPIDI_PART_tgroup_hurry(&H.g, H.buf.data());
     std::vector<int32_t> counts;
-    for (int32_t p = 0; p < 64; ++p) {
-        Runs r = H.ready(p, 0.0);
-        Runs e = H.collect(MPIDI_PART_tgroup_call_end(&H.g, H.buf.data()));
-        r.insert(r.end(), e.begin(), e.end());
-        for (auto &x : r)
-            counts.push_back(x.second);
-    }
+    for (auto &x : H.ready_one_by_one(64))
+        counts.push_back(x.second);
     EXPECT_EQ(counts, (std::vector<int32_t>{32, 16, 8, 4, 2, 1, 1}));
 }
 
