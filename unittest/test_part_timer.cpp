@@ -366,14 +366,74 @@ TEST(PartTimer, HurriedRunsStayWithinTheRunCap)
     G.ready(1, 0.0);
     EXPECT_EQ(G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data())), Runs{});
     EXPECT_EQ(G.collect(MPIDI_PART_tgroup_hurry(&G.g, G.buf.data())), (Runs{{0, 2}}));
-    // a cap of 32 partitions of 128 B in a group of 64: 32, then halving
+    // 512 B partitions in a group of 64, cap 8: stretches of 8 until halving takes over
+    // (8 waiting, 8 to come), then 4, 2, 1, 1; halving alone would start with 32
     Group H(64, 1000.0);
-    MPIDI_PART_tgroup_set_run_cap(&H.g, MPIDI_PART_timer_run_cap(4096, 128));
+    MPIDI_PART_tgroup_set_run_cap(&H.g, MPIDI_PART_timer_run_cap(4096, 512));
     MPIDI_PART_tgroup_hurry(&H.g, H.buf.data());
     std::vector<int32_t> counts;
     for (auto &x : H.ready_one_by_one(64))
         counts.push_back(x.second);
-    EXPECT_EQ(counts, (std::vector<int32_t>{32, 16, 8, 4, 2, 1, 1}));
+    EXPECT_EQ(counts, (std::vector<int32_t>{8, 8, 8, 8, 8, 8, 8, 4, 2, 1, 1}));
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&H.g));
+}
+
+// Two threads readying one hurried group in turn (0, 4, 1, 5, ..): the cap counts a
+// stretch, not everything that waits, so the partitions do not go one by one (found by a
+// review: counting what waits sent 8 writes of 1 here, no aggregation at all).
+TEST(PartTimer, RunCapCountsStretchesNotWaitingPartitions)
+{
+    for (int32_t cap : {0, 2}) {
+        Group G(8, 1000.0);
+        MPIDI_PART_tgroup_set_run_cap(&G.g, cap);
+        MPIDI_PART_tgroup_hurry(&G.g, G.buf.data());
+        Runs all;
+        for (int32_t p : {0, 4, 1, 5, 2, 6, 3, 7}) {
+            Runs r = G.ready(p, 0.0);
+            Runs e = G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data()));
+            all.insert(all.end(), r.begin(), r.end());
+            all.insert(all.end(), e.begin(), e.end());
+        }
+        EXPECT_EQ(all, (Runs{{0, 2}, {4, 2}, {2, 1}, {6, 1}, {3, 1}, {7, 1}})) << "cap " << cap;
+        EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+    }
+    // a short stretch keeps waiting while a long one goes, and goes later with the rest
+    Group G(12, 1000.0);
+    MPIDI_PART_tgroup_set_run_cap(&G.g, 3);
+    MPIDI_PART_tgroup_hurry(&G.g, G.buf.data());
+    auto call = [&G](std::initializer_list<int32_t> ps) {
+        Runs all;
+        for (int32_t p : ps) {
+            Runs r = G.ready(p, 0.0);
+            all.insert(all.end(), r.begin(), r.end());
+        }
+        Runs e = G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data()));
+        all.insert(all.end(), e.begin(), e.end());
+        return all;
+    };
+    EXPECT_EQ(call({0, 2, 3, 4}), (Runs{{2, 3}}));      // {0} waits: 8 to come
+    EXPECT_EQ(G.g.pending, 1);
+    EXPECT_EQ(call({6}), Runs{});
+    EXPECT_EQ(call({7}), Runs{});                       // {0}, {6, 7}: none reaches 3
+    EXPECT_EQ(call({8}), (Runs{{6, 3}}));
+    EXPECT_EQ(call({1}), Runs{});                       // {0, 1}: 4 to come
+    EXPECT_EQ(call({5}), (Runs{{0, 2}, {5, 1}}));      // 3 waiting, 3 to come: halving
+    EXPECT_EQ(call({9}), Runs{});
+    EXPECT_EQ(call({10}), (Runs{{9, 2}}));
+    EXPECT_EQ(call({11}), (Runs{{11, 1}}));             // the group's last
+    EXPECT_TRUE(MPIDI_PART_tgroup_all_sent(&G.g));
+}
+
+// The cap decides when a stretch goes, not how long it may be: one call that readies
+// several partitions sends what waits as one run.
+TEST(PartTimer, RunCapDoesNotSplitWhatOneCallReadied)
+{
+    Group G(8, 1000.0);
+    MPIDI_PART_tgroup_set_run_cap(&G.g, 2);
+    MPIDI_PART_tgroup_hurry(&G.g, G.buf.data());
+    for (int32_t p = 0; p < 3; ++p)
+        EXPECT_EQ(G.ready(p, 0.0), Runs{});
+    EXPECT_EQ(G.collect(MPIDI_PART_tgroup_call_end(&G.g, G.buf.data())), (Runs{{0, 3}}));
 }
 
 TEST(PartTimer, RunCapOnlyWhereTwoPartitionsFitTheEagerLimit)

@@ -376,12 +376,13 @@ static int64_t timer_limit(MPIDI_PART_op_t * op, int64_t bytes, int32_t send_par
     double us = op->timeout_us >= 0 ? (double) op->timeout_us :
         MPIDI_PART_timer_default_timeout(t, -1.0, send_parts > 0 ? bytes / send_parts : 0);
     op->timer_ns = (int32_t) (us * 1000.0 + 0.5);
+    /* a hurried group sends stretches that fit below the path's protocol step (part_timer.h,
+     * MPIDI_PART_tgroup_set_run_cap) */
+    op->timer_run = MPIDI_PART_timer_run_cap(MPIDI_PART_loggp_step_limit(t, 1.5),
+                                             send_parts > 0 ? bytes / send_parts : 0);
     /* the default deadline adapts to the readies the sender sees (part_timer.h,
      * MPIDI_PART_timer_adapt), up to the expected spread of an iteration; not when the
      * user set the deadline or turned observation off */
-    /* a hurried group's runs stay within the path's eager limit (part_timer.h) */
-    op->timer_run = MPIDI_PART_timer_run_cap(MPIDI_PART_loggp_step_limit(t, 1.5),
-                                             send_parts > 0 ? bytes / send_parts : 0);
     op->timer_cap_ns = 0;
     if (op->timeout_us < 0 && op->observe > 0 && op->spread_us > us)
         op->timer_cap_ns = (int32_t) ((op->spread_us < MPIDI_PART_TIMER_MAX_US ?

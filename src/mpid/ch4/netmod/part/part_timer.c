@@ -60,6 +60,38 @@ static int32_t fire(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
     return nruns;
 }
 
+/* Fire only the maximal stretches of ready-unsent partitions that are at least min_len
+ * long; shorter ones keep waiting (under the deadline of the oldest that waited, which may
+ * now be earlier than their own: they go no later than before). */
+static int32_t fire_long(MPIDI_PART_tgroup_t * g, int32_t min_len, MPIDI_PART_run_t * runs)
+{
+    int32_t nruns = 0, left = g->pending, lo = g->nparts;
+    for (int32_t p = g->lo; left > 0 && p < g->nparts;) {
+        if (g->state[p] != MPIDI_PART_TG_READY) {
+            p++;
+            continue;
+        }
+        int32_t q = p;
+        while (q < g->nparts && g->state[q] == MPIDI_PART_TG_READY)
+            q++;
+        left -= q - p;
+        if (q - p >= min_len) {
+            for (int32_t i = p; i < q; i++)
+                g->state[i] = MPIDI_PART_TG_SENT;
+            runs[nruns].first = p;
+            runs[nruns].count = q - p;
+            nruns++;
+            g->nsent += q - p;
+            g->pending -= q - p;
+        } else if (p < lo) {
+            lo = p;
+        }
+        p = q;
+    }
+    g->lo = lo;
+    return nruns;
+}
+
 int32_t MPIDI_PART_tgroup_tick(MPIDI_PART_tgroup_t * g, double now, MPIDI_PART_run_t * runs)
 {
     return MPIDI_PART_tgroup_due(g, now) ? fire(g, runs) : 0;
@@ -104,13 +136,18 @@ int32_t MPIDI_PART_tgroup_hurry(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs
 /* Hurried: what waits goes once it is at least as much as what is still to come, so the
  * runs halve towards the group's last partition (k/2, k/4, .., 1, 1 for k readied one by
  * one): log2(k) + 1 writes, and at the last MPI_Pready only the run before it may still
- * be in flight; or once it reaches the run cap (runs of the cap, then halving). */
+ * be in flight. With a run cap, a stretch of ready partitions also goes once it is that
+ * long (runs of the cap, then halving); shorter stretches wait, so that partitions two
+ * threads ready in turn (0, 4, 1, 5, ..) do not go one by one. */
 int32_t MPIDI_PART_tgroup_call_end(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs)
 {
-    if (!g->hurry || g->pending == 0 ||
-        (g->pending < g->nparts - g->nready && (g->run_cap == 0 || g->pending < g->run_cap)))
+    if (!g->hurry || g->pending == 0)
         return 0;
-    return MPIDI_PART_tgroup_flush(g, runs);
+    if (g->pending >= g->nparts - g->nready)
+        return fire(g, runs);
+    if (g->run_cap >= 2 && g->pending >= g->run_cap)
+        return fire_long(g, g->run_cap, runs);
+    return 0;
 }
 
 /* The k-th smallest of v[0..n) (0-based; v is reordered). */

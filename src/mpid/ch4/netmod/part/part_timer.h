@@ -54,8 +54,8 @@ typedef struct MPIDI_PART_tgroup {
     double deadline;            /* first of the pending ready + timeout (pending > 0) */
     int32_t hurry;              /* 1: hurried for the rest of the iteration (halving
                                  * runs at each MPI_Pready* call's end, tgroup_hurry) */
-    int32_t run_cap;            /* hurried: what waits goes once it is this many
-                                 * partitions, halving or not; 0: no cap (set once,
+    int32_t run_cap;            /* hurried: a stretch of ready partitions this long goes
+                                 * at a call's end, halving or not; 0: no cap (set once,
                                  * MPIDI_PART_tgroup_set_run_cap; kept by reset) */
     double first;               /* when its first partition was readied in this iteration */
     double spread;              /* its last ready minus its first once all are readied in
@@ -129,32 +129,37 @@ int32_t MPIDI_PART_tgroup_flush(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs
 int32_t MPIDI_PART_tgroup_hurry(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs);
 
 /* The end of an MPI_Pready* call that readied partitions of g: a hurried group's rule
- * above; 0 (nothing) when g is not hurried or what waits is less than what is to come
- * and less than its run cap. */
+ * above, and its run cap (MPIDI_PART_tgroup_set_run_cap); 0 (nothing) when g is not
+ * hurried, or what waits is less than what is to come and no stretch of it reaches the
+ * cap. */
 int32_t MPIDI_PART_tgroup_call_end(MPIDI_PART_tgroup_t * g, MPIDI_PART_run_t * runs);
 
-/* Cap a hurried group's runs at cap partitions (0 or 1: no cap; at match, from the path's
- * eager limit, MPIDI_PART_timer_run_cap): halving alone makes the first run half the
- * group, and over libfabric shm a write above 4 KiB costs the receiver a system call
- * (the rdma-shm table's step) that was still under way at the group's last MPI_Pready:
- * 4 x 8 partitions of 2 KiB readied in bursts, the timer's median time after the last
- * MPI_Pready was 1.23 us against none's 0.95 (runs 8, 4, 2, 2 KiB x 2 then). Capped at
- * 2 partitions: runs 2, 2, 2, 1, 1, every write within the eager limit, one write more. */
+/* A hurried group's run cap (0 or 1: none; at match, MPIDI_PART_timer_run_cap from the
+ * path's protocol step): at the end of each MPI_Pready* call a stretch of ready
+ * partitions that long goes, whatever halving says. Halving alone makes the first run
+ * half the group, and over libfabric shm a write above 4 KiB costs the receiver a system
+ * call (the rdma-shm table's step) that was still under way at the group's last
+ * MPI_Pready: 4 x 8 partitions of 2 KiB readied in bursts, the timer's median time after
+ * the last MPI_Pready was 1.23 us against none's 0.95 (runs of 8, 4, 2, 2 KiB then). With
+ * a cap of 2, partitions readied one per call go 2, 2, 2, 1, 1: each write within the
+ * step, one write more. The cap decides when a stretch goes, not how long it may be: a
+ * call that readies several partitions at once (MPI_Pready_range, the credit's arming)
+ * still sends what waits as one run, as a group's last partition does. */
 static inline void MPIDI_PART_tgroup_set_run_cap(MPIDI_PART_tgroup_t * g, int32_t cap)
 {
     g->run_cap = cap >= 2 ? cap : 0;
 }
 
 /* The run cap for user partitions of part_bytes bytes on a path whose writes up to
- * eager_limit bytes are cheap (MPIDI_PART_loggp_eager_limit; 0: no step known): the most
- * partitions one such write holds, when that is at least 2; 0 (no cap) otherwise: for
- * partitions of the limit's size or larger every run is above it anyway, and halving
- * keeps the writes few. */
-static inline int32_t MPIDI_PART_timer_run_cap(int64_t eager_limit, int64_t part_bytes)
+ * step_limit bytes are cheap (the engine passes MPIDI_PART_loggp_step_limit(table, 1.5);
+ * 0: no step known): the most partitions one such write holds, when that is at least 2;
+ * 0 (no cap) otherwise: when a write holds only one partition below the step (partitions
+ * above half of it), halving keeps the writes few. */
+static inline int32_t MPIDI_PART_timer_run_cap(int64_t step_limit, int64_t part_bytes)
 {
-    if (eager_limit <= 0 || part_bytes <= 0 || eager_limit / part_bytes < 2)
+    if (step_limit <= 0 || part_bytes <= 0 || step_limit / part_bytes < 2)
         return 0;
-    int64_t cap = eager_limit / part_bytes;
+    int64_t cap = step_limit / part_bytes;
     return cap > INT32_MAX ? INT32_MAX : (int32_t) cap;
 }
 
