@@ -212,7 +212,7 @@ void MPIDI_PART_rdma_iter_reset(MPIDI_PART_op_t * op);
  * oversubscribed (MPI+threads codes run more threads than cores, each in MPI_Wait), the
  * others would spin through MPICH's progress until the scheduler gives the reader its core
  * back: with 4 threads per rank on 2 cores an iteration's 90th percentile was 3.3 ms
- * (bench/thread_ops.cpp; README, "Performance"). The reader that finds a queue busy notes
+ * (bench/thread_ops.cpp; bench/results/HISTORY.md). The reader that finds a queue busy notes
  * it (reader_busy); the outermost of the calls that read queues (the progress hook's
  * MPIDI_PART_rdma_progress, MPI_Parrived's progress_msg, a release waiting for its writes)
  * yields once on its way out (reads_leave), so a call that finds several queues busy
