@@ -16,7 +16,9 @@
  *     ^bytes L    o_s  o_r  g    G
  *
  * A segment applies from its min_bytes up to the next segment's; sizes below the first
- * segment use the first. tools/part-calibrate writes such files.
+ * segment use the first (MPIDI_PART_loggp_lookup). The model reads the rows as measured
+ * points and interpolates between them (MPIDI_PART_loggp_at). tools/part-calibrate writes
+ * such files.
  */
 #ifndef PART_PLOGGP_H_INCLUDED
 #define PART_PLOGGP_H_INCLUDED
@@ -57,6 +59,22 @@ const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which);
 /* The segment that applies to a message of `bytes` bytes (bytes < 0 is taken as 0). */
 const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t * t,
                                                       int64_t bytes);
+
+/* The parameters the model uses for a message of `bytes` bytes (*out; its min_bytes is
+ * bytes): the rows are measured points, so between two of them L, o_s, o_r and g go
+ * linearly from one to the next (G is the lower row's); below the first row the first,
+ * above the last the last (as MPIDI_PART_loggp_lookup: a row's values may be an eager
+ * copy's that a larger message would not pay, so nothing is extrapolated; a table should
+ * reach the largest message the program sends, as part-calibrate's do, to 4 MiB).
+ * A protocol step located to the byte is two rows one byte apart, so nothing is smoothed
+ * across it. Why: from a rendezvous switch on, a row's o_s and o_r include the transfer
+ * (blocking MPI_Send/MPI_Recv), and a segment's values held up to the next row priced a
+ * 2 MiB message like a 1 MiB one (o_s + o_r 215 us against 936 at 4 MiB on the built-in
+ * shm table): merging two 1 MiB partitions saved 215 us in the model and nothing on the
+ * wire, and 4 threads x 1 MiB were sent as 2 messages, whose last one doubled the time
+ * after the last MPI_Pready. */
+void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
+                         MPIDI_PART_loggp_seg_t * out);
 
 /* The largest message size the table shows as sent before a protocol step that
  * tools/part-calibrate located to the byte (two segments one byte apart, the second with at
