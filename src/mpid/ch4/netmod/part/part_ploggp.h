@@ -128,8 +128,9 @@ typedef struct MPIDI_PART_model {
     double delta;               /* spread of the MPI_Pready times (us), >= 0 */
     int32_t arrival;            /* enum MPIDI_PART_arrival */
     double msg_cost;            /* c: cost per wire message on the critical path after the
-                                 * last MPI_Pready (us); < 0: o_s + o_r of the message's
-                                 * segment (see part_ploggp.c) */
+                                 * last MPI_Pready (us); < 0: o_s + o_r at the message's
+                                 * size, less 2 G (b - 1) past the table's rendezvous
+                                 * switch (see part_ploggp.c) */
 } MPIDI_PART_model_t;
 
 /* The problem: S bytes in total, U user partitions on the sending side, n = gcd-messages
