@@ -1,7 +1,14 @@
 #!/bin/bash
-# abd.sh N SIZE [extra]: default vs best fixed AGGR_SIZE in one process, old and new library alternating
+# abd.sh N SIZE [extra]: default vs best fixed AGGR_SIZE in one process, old and new library
+# alternating; pipelined 4 x 32, or with ROW=4x1 4 threads x 1 partition (extra: the pattern,
+# e.g. --pattern overhead --compute-us 1000 --noise-model gaussian --noise 4)
 N=$1; S=$2; shift 2
 V=part,part:size=1024,part:size=16384,part:size=65536,part:size=262144,part:size=1048576
+geo="--pattern pipelined --threads 4 --theta 32"
+if [ "$ROW" = 4x1 ]; then
+    V=part,part:size=16384,part:size=262144,part:size=1048576
+    geo="--threads 4 --theta 1"
+fi
 run() { local lib=$1; shift
   if [ $lib = old ]; then LD_LIBRARY_PATH=/tmp/inst-old/lib timeout 300 /tmp/inst-old/bin/mpiexec -n 2 /tmp/pb/pb "$@" 2>&1
   else timeout 300 /work/main/_install/bin/mpiexec -n 2 /tmp/pb/pb "$@" 2>&1; fi; }
@@ -15,6 +22,6 @@ d=v['part']; f=min((x for k,x in v.items() if k!='part'), key=lambda x:x[0]); fm
 print('ratio %.3f medratio %.3f default %.1f wire %.2f bestfixed %.1f' % (d[0]/f[0], d[1]/fm, d[0], d[2], f[0]))"; }
 for i in $(seq $N); do
   for lib in $( [ $((i%2)) = 1 ] && echo "old new" || echo "new old"); do
-    echo "$S $lib $(run $lib --pattern pipelined --threads 4 --theta 32 --sizes $S --variants $V "$@" | get)"
+    echo "$S $lib $(run $lib $geo --sizes $S --variants $V "$@" | get)"
   done
 done
