@@ -208,12 +208,10 @@ const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t *
 void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
                          MPIDI_PART_loggp_seg_t * out)
 {
-    int32_t i = 0;
     if (bytes < 0)
         bytes = 0;
-    while (i + 1 < t->nsegs && t->seg[i + 1].min_bytes <= bytes)
-        i++;
-    const MPIDI_PART_loggp_seg_t *a = &t->seg[i];
+    const MPIDI_PART_loggp_seg_t *a = MPIDI_PART_loggp_lookup(t, bytes);
+    const int32_t i = (int32_t) (a - t->seg);
     *out = *a;
     out->min_bytes = bytes;
     if (bytes <= a->min_bytes)
@@ -491,14 +489,15 @@ static double per_byte(const MPIDI_PART_loggp_seg_t * P, double x)
     return x > 1 ? P->G * (x - 1) : 0;
 }
 
-static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * t, double x)
+/* eager: MPIDI_PART_loggp_eager_limit(t), taken once by the caller */
+static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * t,
+                       int64_t eager, double x)
 {
     if (m->msg_cost >= 0)
         return m->msg_cost;
     MPIDI_PART_loggp_seg_t P;
     MPIDI_PART_loggp_at(t, (int64_t) x, &P);
     double c = P.o_s + P.o_r;
-    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
     if (eager > 0 && x > (double) eager) {
         /* past the table's rendezvous switch each side's o includes the transfer, which
          * the timeline already has (G): c is what is left, the handshake */
@@ -562,7 +561,8 @@ double MPIDI_PART_ploggp_predict(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
     const int64_t kl = n - (T - 1) * k;                 /* gcd-messages in the last one */
     const double unit = (double) pb->bytes / n;         /* bytes of one gcd-message */
     const double b = unit * k, bl = unit * (double) kl, delta = m->delta;
-    const double cost = (double) (T - 1) * msg_cost(m, t, b) + msg_cost(m, t, bl);
+    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
+    const double cost = (double) (T - 1) * msg_cost(m, t, eager, b) + msg_cost(m, t, eager, bl);
     train_t A = { 0 }, B = { 0 };
 
     if (m->arrival == MPIDI_PART_ARRIVAL_UNIFORM) {
@@ -714,6 +714,7 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem
     MPIDI_PART_model_t m = {.delta = 0.0,.arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,
         .msg_cost = msg_cost_us
     };
+    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
     double r0 = ready[0], cost = 0.0;
 
     for (int32_t j = 1; j < n; j++)
@@ -727,7 +728,7 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem
                 r = ready[j];
         msgs[i].r = r - r0;
         msgs[i].bytes = unit * (last - first);
-        cost += msg_cost(&m, t, msgs[i].bytes);
+        cost += msg_cost(&m, t, eager, msgs[i].bytes);
     }
     qsort(msgs, T, sizeof(*msgs), obs_cmp);
     train_t s = { 0 };

@@ -67,12 +67,7 @@ const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t *
  * copy's that a larger message would not pay, so nothing is extrapolated; a table should
  * reach the largest message the program sends, as part-calibrate's do, to 4 MiB).
  * A protocol step located to the byte is two rows one byte apart, so nothing is smoothed
- * across it. Why: from a rendezvous switch on, a row's o_s and o_r include the transfer
- * (blocking MPI_Send/MPI_Recv), and a segment's values held up to the next row priced a
- * 2 MiB message like a 1 MiB one (o_s + o_r 215 us against 936 at 4 MiB on the built-in
- * shm table): merging two 1 MiB partitions saved 215 us in the model and nothing on the
- * wire, and 4 threads x 1 MiB were sent as 2 messages, whose last one doubled the time
- * after the last MPI_Pready. */
+ * across it. Why: part_ploggp.c's top comment (the default c). */
 void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
                          MPIDI_PART_loggp_seg_t * out);
 
