@@ -8,8 +8,7 @@
  * Problem: S bytes, U user partitions on the sending side, n gcd-messages of S/n bytes each
  * (part_plan.c). Merging k consecutive gcd-messages gives T = ceil(n/k) wire messages:
  * T-1 full ones of b = k*S/n bytes and a last one of b_l = (n - (T-1)*k)*S/n bytes.
- * P(x) = {L, o_s, o_r, g, G} are the parameters at x bytes (MPIDI_PART_loggp_at: L, o_s,
- * o_r and g linear between the two rows around x, G the lower row's); G*(x-1) means
+ * P(x) = {L, o_s, o_r, g, G} is the segment for a message of x bytes; G*(x-1) means
  * G*max(x-1, 0). Each term below uses the parameters of the message it concerns.
  *
  * Ready time r_m of wire message m = the MPI_Pready time of its last user partition:
@@ -52,14 +51,7 @@
  * and 2T beats T from S = 2*T^2*c/G on. With G = 1/12000 us/B and c = 16 us the switches
  * fall at 375 KiB (1->2), 1.5 MiB, 5.9 MiB, 23 MiB and 94 MiB (16->32): Table I's
  * brackets. Default c (msg_cost < 0) = o_s + o_r of the message (each side's per-message
- * work, paid once more); past the table's rendezvous switch (MPIDI_PART_loggp_eager_limit)
- * o_s + o_r - 2G(x-1), at least 0: there each side's o, measured with blocking
- * MPI_Send/MPI_Recv, includes the transfer, which the timeline already has, and what is
- * left is the handshake (~5-14 us on the built-in shm table from 8 KiB to 1 MiB; with the
- * whole o_s + o_r, 215 us at 1 MiB, merging two 1 MiB partitions "saved" a transfer that
- * still happens, and 4 threads x 1 MiB went as 2 messages: early-bird 4 x 1 at 4 MiB took
- * 1.075x the best fixed AGGR_SIZE, 1.006x since; bench/results/2026-12-05-model-rows).
- * With delta = 0 any c > 0 makes T = 1 best: splitting buys nothing.
+ * work, paid once more). With delta = 0 any c > 0 makes T = 1 best: splitting buys nothing.
  * When the early messages cannot all leave before delta (S*G > delta, e.g. 64 MiB at
  * 12 GB/s and 4 ms), the link is the bottleneck and the model prefers the smallest T whose
  * early part covers delta (4 at 64 MiB there, where Table I, ignoring this, has 16).
@@ -203,27 +195,6 @@ const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t *
     while (i + 1 < t->nsegs && t->seg[i + 1].min_bytes <= bytes)
         i++;
     return &t->seg[i];
-}
-
-void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
-                         MPIDI_PART_loggp_seg_t * out)
-{
-    if (bytes < 0)
-        bytes = 0;
-    const MPIDI_PART_loggp_seg_t *a = MPIDI_PART_loggp_lookup(t, bytes);
-    const int32_t i = (int32_t) (a - t->seg);
-    *out = *a;
-    out->min_bytes = bytes;
-    if (bytes <= a->min_bytes)
-        return;         /* on a row, or below the first */
-    if (i + 1 < t->nsegs) {
-        const MPIDI_PART_loggp_seg_t *b = &t->seg[i + 1];
-        const double f = (double) (bytes - a->min_bytes) / (double) (b->min_bytes - a->min_bytes);
-        out->L = a->L + f * (b->L - a->L);
-        out->o_s = a->o_s + f * (b->o_s - a->o_s);
-        out->o_r = a->o_r + f * (b->o_r - a->o_r);
-        out->g = a->g + f * (b->g - a->g);
-    }
 }
 
 /* ---- the parser ------------------------------------------------------------------------- */
@@ -489,22 +460,10 @@ static double per_byte(const MPIDI_PART_loggp_seg_t * P, double x)
     return x > 1 ? P->G * (x - 1) : 0;
 }
 
-/* eager: MPIDI_PART_loggp_eager_limit(t), taken once by the caller */
-static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * t,
-                       int64_t eager, double x)
+static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * t, double x)
 {
-    if (m->msg_cost >= 0)
-        return m->msg_cost;
-    MPIDI_PART_loggp_seg_t P;
-    MPIDI_PART_loggp_at(t, (int64_t) x, &P);
-    double c = P.o_s + P.o_r;
-    if (eager > 0 && x > (double) eager) {
-        /* past the table's rendezvous switch each side's o includes the transfer, which
-         * the timeline already has (G): c is what is left, the handshake */
-        c -= 2 * per_byte(&P, x);
-        c = c > 0 ? c : 0;
-    }
-    return c;
+    const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, (int64_t) x);
+    return m->msg_cost >= 0 ? m->msg_cost : P->o_s + P->o_r;
 }
 
 /* The timeline after the messages added so far (the recurrences of the top comment). */
@@ -523,9 +482,7 @@ static void train_add(train_t * s, const MPIDI_PART_loggp_t * t, double cnt, dou
 {
     if (cnt <= 0)
         return;
-    MPIDI_PART_loggp_seg_t seg;
-    MPIDI_PART_loggp_at(t, (int64_t) x, &seg);
-    const MPIDI_PART_loggp_seg_t *P = &seg;
+    const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, (int64_t) x);
     const double gS = dmax(P->g, P->o_s) + per_byte(P, x);
     const double gR = dmax(P->g, P->o_r) + per_byte(P, x);
     const double a = P->o_s + per_byte(P, x) + P->L;
@@ -561,8 +518,7 @@ double MPIDI_PART_ploggp_predict(const MPIDI_PART_loggp_t * t, const MPIDI_PART_
     const int64_t kl = n - (T - 1) * k;                 /* gcd-messages in the last one */
     const double unit = (double) pb->bytes / n;         /* bytes of one gcd-message */
     const double b = unit * k, bl = unit * (double) kl, delta = m->delta;
-    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
-    const double cost = (double) (T - 1) * msg_cost(m, t, eager, b) + msg_cost(m, t, eager, bl);
+    const double cost = (double) (T - 1) * msg_cost(m, t, b) + msg_cost(m, t, bl);
     train_t A = { 0 }, B = { 0 };
 
     if (m->arrival == MPIDI_PART_ARRIVAL_UNIFORM) {
@@ -714,7 +670,6 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem
     MPIDI_PART_model_t m = {.delta = 0.0,.arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,
         .msg_cost = msg_cost_us
     };
-    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
     double r0 = ready[0], cost = 0.0;
 
     for (int32_t j = 1; j < n; j++)
@@ -728,7 +683,7 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem
                 r = ready[j];
         msgs[i].r = r - r0;
         msgs[i].bytes = unit * (last - first);
-        cost += msg_cost(&m, t, eager, msgs[i].bytes);
+        cost += msg_cost(&m, t, msgs[i].bytes);
     }
     qsort(msgs, T, sizeof(*msgs), obs_cmp);
     train_t s = { 0 };

@@ -16,9 +16,7 @@
  *     ^bytes L    o_s  o_r  g    G
  *
  * A segment applies from its min_bytes up to the next segment's; sizes below the first
- * segment use the first (MPIDI_PART_loggp_lookup). The model reads the rows as measured
- * points and interpolates between them (MPIDI_PART_loggp_at). tools/part-calibrate writes
- * such files.
+ * segment use the first. tools/part-calibrate writes such files.
  */
 #ifndef PART_PLOGGP_H_INCLUDED
 #define PART_PLOGGP_H_INCLUDED
@@ -59,17 +57,6 @@ const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which);
 /* The segment that applies to a message of `bytes` bytes (bytes < 0 is taken as 0). */
 const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t * t,
                                                       int64_t bytes);
-
-/* The parameters the model uses for a message of `bytes` bytes (*out; its min_bytes is
- * bytes): the rows are measured points, so between two of them L, o_s, o_r and g go
- * linearly from one to the next (G is the lower row's); below the first row the first,
- * above the last the last (as MPIDI_PART_loggp_lookup: a row's values may be an eager
- * copy's that a larger message would not pay, so nothing is extrapolated; a table should
- * reach the largest message the program sends, as part-calibrate's do, to 4 MiB).
- * A protocol step located to the byte is two rows one byte apart, so nothing is smoothed
- * across it. Why: part_ploggp.c's top comment (the default c). */
-void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
-                         MPIDI_PART_loggp_seg_t * out);
 
 /* The largest message size the table shows as sent before a protocol step that
  * tools/part-calibrate located to the byte (two segments one byte apart, the second with at
@@ -123,9 +110,8 @@ typedef struct MPIDI_PART_model {
     double delta;               /* spread of the MPI_Pready times (us), >= 0 */
     int32_t arrival;            /* enum MPIDI_PART_arrival */
     double msg_cost;            /* c: cost per wire message on the critical path after the
-                                 * last MPI_Pready (us); < 0: o_s + o_r at the message's
-                                 * size, less 2 G (b - 1) past the table's rendezvous
-                                 * switch (see part_ploggp.c) */
+                                 * last MPI_Pready (us); < 0: o_s + o_r of the message's
+                                 * segment (see part_ploggp.c) */
 } MPIDI_PART_model_t;
 
 /* The problem: S bytes in total, U user partitions on the sending side, n = gcd-messages

@@ -196,9 +196,7 @@ double MPIDI_PART_timer_adapt(double *spreads, int32_t n, double base, double ca
 double MPIDI_PART_timer_default_timeout(const MPIDI_PART_loggp_t * t, double msg_cost,
                                         int64_t part_bytes)
 {
-    MPIDI_PART_loggp_seg_t seg;
-    MPIDI_PART_loggp_at(t, part_bytes < 0 ? 0 : part_bytes, &seg);
-    const MPIDI_PART_loggp_seg_t *P = &seg;
+    const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, part_bytes < 0 ? 0 : part_bytes);
     const double c = msg_cost >= 0 ? msg_cost : P->o_s + P->o_r;
     const double us = (P->g > P->o_s ? P->g : P->o_s) + P->o_r + c;
     return us < MPIDI_PART_TIMER_MAX_US ? us : MPIDI_PART_TIMER_MAX_US;
