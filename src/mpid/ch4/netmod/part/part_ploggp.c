@@ -56,6 +56,14 @@
  * 12 GB/s and 4 ms), the link is the bottleneck and the model prefers the smallest T whose
  * early part covers delta (4 at 64 MiB there, where Table I, ignoring this, has 16).
  *
+ * The observed chooser (the tag transport's re-planning, below) differs in two ways: it
+ * reads the table's rows as measured points (MPIDI_PART_loggp_at: L, o_s, o_r, g linear
+ * between rows), and past the table's rendezvous switch its default c is o_s + o_r -
+ * 2G(b-1), the handshake (obs_msg_cost). The a-priori choosers (MPIDI_PART_ploggp_choose
+ * and _choose_aligned, which sizes the timer's groups on the RDMA transport) keep the
+ * segments and the whole o_s + o_r: the same change there made the timer merge across
+ * threads on RDMA (17 writes per iteration instead of 6-10, 2026-12-05-sweep).
+ *
  * Built-in tables
  * ---------------
  * Measured with tools/part-calibrate on the development machine (2 cores, Debian 12,
@@ -195,6 +203,25 @@ const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t *
     while (i + 1 < t->nsegs && t->seg[i + 1].min_bytes <= bytes)
         i++;
     return &t->seg[i];
+}
+
+void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
+                         MPIDI_PART_loggp_seg_t * out)
+{
+    if (bytes < 0)
+        bytes = 0;
+    const MPIDI_PART_loggp_seg_t *a = MPIDI_PART_loggp_lookup(t, bytes);
+    const int32_t i = (int32_t) (a - t->seg);
+    *out = *a;
+    out->min_bytes = bytes;
+    if (bytes <= a->min_bytes || i + 1 >= t->nsegs)
+        return;         /* on a row, below the first or above the last */
+    const MPIDI_PART_loggp_seg_t *b = &t->seg[i + 1];
+    const double f = (double) (bytes - a->min_bytes) / (double) (b->min_bytes - a->min_bytes);
+    out->L = a->L + f * (b->L - a->L);
+    out->o_s = a->o_s + f * (b->o_s - a->o_s);
+    out->o_r = a->o_r + f * (b->o_r - a->o_r);
+    out->g = a->g + f * (b->g - a->g);
 }
 
 /* ---- the parser ------------------------------------------------------------------------- */
@@ -466,6 +493,28 @@ static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * 
     return m->msg_cost >= 0 ? m->msg_cost : P->o_s + P->o_r;
 }
 
+/* The observed chooser's default c (msg_cost < 0) for a message of x bytes, P its
+ * parameters (MPIDI_PART_loggp_at), eager the table's rendezvous switch (0: none): o_s + o_r,
+ * and past the switch o_s + o_r - 2G(x-1), at least 0. There each side's o, measured with
+ * blocking MPI_Send/MPI_Recv, includes the transfer, which the timeline already has; what
+ * is left is the handshake (~5-14 us on the built-in shm table from 8 KiB to 1 MiB). With
+ * the whole o_s + o_r (215 us at 1 MiB) merging two 1 MiB partitions "saved" a transfer
+ * that still happens: 4 threads x 1 partition of 1-4 MiB went as 2 messages over UCX's
+ * shared memory and the merged last one doubled the time after the last MPI_Pready
+ * (bench/results/2026-12-05-model-rows). */
+static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int64_t eager, double msg_cost_us,
+                           double x)
+{
+    if (msg_cost_us >= 0)
+        return msg_cost_us;
+    double c = P->o_s + P->o_r;
+    if (eager > 0 && x > (double) eager) {
+        c -= 2 * per_byte(P, x);
+        c = c > 0 ? c : 0;
+    }
+    return c;
+}
+
 /* The timeline after the messages added so far (the recurrences of the top comment). */
 typedef struct train {
     int any;                    /* a message was added */
@@ -477,12 +526,11 @@ typedef struct train {
 
 /* Append cnt messages of x bytes ready at r0, r0 + step, ...: O(1), as inj and arr of an
  * arithmetic train are maxima of linear functions of the index, taken at its ends. */
-static void train_add(train_t * s, const MPIDI_PART_loggp_t * t, double cnt, double x,
-                      double r0, double step)
+static void train_add_seg(train_t * s, const MPIDI_PART_loggp_seg_t * P, double cnt, double x,
+                          double r0, double step)
 {
     if (cnt <= 0)
         return;
-    const MPIDI_PART_loggp_seg_t *P = MPIDI_PART_loggp_lookup(t, (int64_t) x);
     const double gS = dmax(P->g, P->o_s) + per_byte(P, x);
     const double gR = dmax(P->g, P->o_r) + per_byte(P, x);
     const double a = P->o_s + per_byte(P, x) + P->L;
@@ -496,6 +544,13 @@ static void train_add(train_t * s, const MPIDI_PART_loggp_t * t, double cnt, dou
     s->gap = gS;
     s->arr = arrl;
     s->done = dmax(s->done, arrl + P->o_r);
+}
+
+/* The same with the parameters of x's segment (the a-priori choosers) */
+static void train_add(train_t * s, const MPIDI_PART_loggp_t * t, double cnt, double x,
+                      double r0, double step)
+{
+    train_add_seg(s, MPIDI_PART_loggp_lookup(t, (int64_t) x), cnt, x, r0, step);
 }
 
 static int valid(const MPIDI_PART_loggp_t * t, const MPIDI_PART_model_t * m,
@@ -667,9 +722,7 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem
     const int32_t n = pb->ngcd;
     const int32_t T = (int32_t) (((int64_t) n + k - 1) / k);
     const double unit = (double) pb->bytes / n;
-    MPIDI_PART_model_t m = {.delta = 0.0,.arrival = MPIDI_PART_ARRIVAL_MANY_BEFORE_ONE,
-        .msg_cost = msg_cost_us
-    };
+    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
     double r0 = ready[0], cost = 0.0;
 
     for (int32_t j = 1; j < n; j++)
@@ -683,12 +736,16 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem
                 r = ready[j];
         msgs[i].r = r - r0;
         msgs[i].bytes = unit * (last - first);
-        cost += msg_cost(&m, t, msgs[i].bytes);
     }
     qsort(msgs, T, sizeof(*msgs), obs_cmp);
     train_t s = { 0 };
-    for (int32_t i = 0; i < T; i++)
-        train_add(&s, t, 1, msgs[i].bytes, msgs[i].r, 0);
+    MPIDI_PART_loggp_seg_t P;
+    for (int32_t i = 0; i < T; i++) {
+        /* the table's rows read as measured points (sizes the program sends, not a grid) */
+        MPIDI_PART_loggp_at(t, (int64_t) msgs[i].bytes, &P);
+        train_add_seg(&s, &P, 1, msgs[i].bytes, msgs[i].r, 0);
+        cost += obs_msg_cost(&P, eager, msg_cost_us, msgs[i].bytes);
+    }
     return s.done + cost;
 }
 

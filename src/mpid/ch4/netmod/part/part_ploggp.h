@@ -58,6 +58,14 @@ const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which);
 const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t * t,
                                                       int64_t bytes);
 
+/* The parameters the observed chooser uses for a message of `bytes` bytes (*out; its
+ * min_bytes is bytes): the rows read as measured points, L, o_s, o_r and g linear between
+ * the two around `bytes` (G the lower row's); below the first row the first, above the last
+ * the last (nothing extrapolated). A protocol step located to the byte is two rows one byte
+ * apart, so nothing is smoothed across it. */
+void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
+                         MPIDI_PART_loggp_seg_t * out);
+
 /* The largest message size the table shows as sent before a protocol step that
  * tools/part-calibrate located to the byte (two segments one byte apart, the second with at
  * least twice the o_s + o_r of the first: eager up to the first, rendezvous from the second).
@@ -178,8 +186,11 @@ void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double
 
 /* Predicted completion time (us after the first ready time) when k consecutive
  * gcd-messages are merged and wire message m is ready at the latest ready[] of its
- * gcd-messages; messages are injected in the order they are ready (part_ploggp.c).
- * msg_cost as in MPIDI_PART_model_t. Negative for invalid input. */
+ * gcd-messages; messages are injected in the order they are ready (part_ploggp.c). Each
+ * message's parameters are MPIDI_PART_loggp_at's (the a-priori choosers above use the
+ * segments); msg_cost >= 0: c per message, < 0: o_s + o_r, less 2 G (b - 1) past the
+ * table's rendezvous switch (MPIDI_PART_loggp_eager_limit; why: part_ploggp.c,
+ * obs_msg_cost). Negative for invalid input. */
 double MPIDI_PART_ploggp_predict_observed(const MPIDI_PART_loggp_t * t,
                                           const MPIDI_PART_problem_t * pb, const double *ready,
                                           double msg_cost, int32_t k);
