@@ -495,13 +495,10 @@ static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * 
 
 /* The observed chooser's default c (msg_cost < 0) for a message of x bytes, P its
  * parameters (MPIDI_PART_loggp_at), eager the table's rendezvous switch (0: none): o_s + o_r,
- * and past the switch o_s + o_r - 2G(x-1), at least 0. There each side's o, measured with
- * blocking MPI_Send/MPI_Recv, includes the transfer, which the timeline already has; what
- * is left is the handshake (~5-14 us on the built-in shm table from 8 KiB to 1 MiB). With
- * the whole o_s + o_r (215 us at 1 MiB) merging two 1 MiB partitions "saved" a transfer
- * that still happens: 4 threads x 1 partition of 1-4 MiB went as 2 messages over UCX's
- * shared memory and the merged last one doubled the time after the last MPI_Pready
- * (bench/results/2026-12-05-model-rows). */
+ * and past the switch o_s + o_r - 2G(x-1), at least 0, the handshake (~5-14 us on the
+ * built-in shm table from 8 KiB to 1 MiB): there each side's o, measured with blocking
+ * MPI_Send/MPI_Recv, includes the transfer, which the timeline already has. Why it
+ * matters: the engine README, "Observed re-planning". */
 static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int64_t eager, double msg_cost_us,
                            double x)
 {
@@ -715,14 +712,15 @@ static int obs_valid(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem_t * 
     return 1;
 }
 
-/* The prediction for merge factor k, msgs: room for ceil(n/k) entries. */
-static double predict_obs(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem_t * pb,
-                          const double *ready, double msg_cost_us, int32_t k, obs_msg_t * msgs)
+/* The prediction for merge factor k, msgs: room for ceil(n/k) entries; eager:
+ * MPIDI_PART_loggp_eager_limit(t), taken once by the caller. */
+static double predict_obs(const MPIDI_PART_loggp_t * t, int64_t eager,
+                          const MPIDI_PART_problem_t * pb, const double *ready,
+                          double msg_cost_us, int32_t k, obs_msg_t * msgs)
 {
     const int32_t n = pb->ngcd;
     const int32_t T = (int32_t) (((int64_t) n + k - 1) / k);
     const double unit = (double) pb->bytes / n;
-    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
     double r0 = ready[0], cost = 0.0;
 
     for (int32_t j = 1; j < n; j++)
@@ -758,7 +756,7 @@ double MPIDI_PART_ploggp_predict_observed(const MPIDI_PART_loggp_t * t,
     obs_msg_t *msgs = (obs_msg_t *) malloc(sizeof(obs_msg_t) * ((pb->ngcd + k - 1) / k));
     if (msgs == NULL)
         return -1.0;
-    double x = predict_obs(t, pb, ready, msg_cost_us, k, msgs);
+    double x = predict_obs(t, MPIDI_PART_loggp_eager_limit(t), pb, ready, msg_cost_us, k, msgs);
     free(msgs);
     return x;
 }
@@ -892,6 +890,7 @@ int32_t MPIDI_PART_ploggp_choose_observed_multi(const MPIDI_PART_loggp_t * t,
 
     best_t b = { 0, 0 };
     double x[MPIDI_PART_OBS_MAX];
+    const int64_t eager = MPIDI_PART_loggp_eager_limit(t);
     for (int64_t k = n; k >= 1; k--) {
         const int64_t T = (n + k - 1) / k;
         if ((cut && cut % k) || (max_msgs >= 1 && T > max_msgs) || !obs_candidate(n, k))
@@ -899,7 +898,7 @@ int32_t MPIDI_PART_ploggp_choose_observed_multi(const MPIDI_PART_loggp_t * t,
         /* the median of the samples' predictions (even count: the mean of the middle two),
          * so one iteration unlike the others does not decide */
         for (int32_t o = 0; o < nobs; o++)
-            x[o] = predict_obs(t, pb, adj + (size_t) o * n, -1.0, (int32_t) k, msgs);
+            x[o] = predict_obs(t, eager, pb, adj + (size_t) o * n, -1.0, (int32_t) k, msgs);
         qsort(x, (size_t) nobs, sizeof(double), dbl_cmp);
         keep_min(&b, (int32_t) k, nobs % 2 ? x[nobs / 2] : (x[nobs / 2 - 1] + x[nobs / 2]) / 2);
     }
