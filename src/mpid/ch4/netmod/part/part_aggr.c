@@ -165,6 +165,13 @@ static int rdma_table_load(const char *path, const char *name, MPIDI_PART_loggp_
     return err;
 }
 
+/* which tables were measured on one node (a file or the calibration cannot say) */
+static void tables_mark_on_node(void)
+{
+    tables.shm.on_node = tables.rdma_shm.on_node = 1;
+    tables.net.on_node = tables.rdma_net.on_node = 0;
+}
+
 static void tables_load(void)
 {
     const char *path = MPIR_CVAR_PART_LOGGP_FILE;
@@ -176,6 +183,7 @@ static void tables_load(void)
     if (path == NULL || path[0] == 0) {
         if (calibrated.set)     /* MPIR_CVAR_PART_LOGGP_CALIBRATE */
             *(calibrated.on_node ? &tables.shm : &tables.net) = calibrated.t;
+        tables_mark_on_node();
         return;
     }
     snprintf(tables.path, sizeof(tables.path), "%s", path);
@@ -193,6 +201,7 @@ static void tables_load(void)
         tables.rdma_shm = rdma_shm;
         tables.rdma_net = rdma_net;
     }
+    tables_mark_on_node();
 }
 
 void MPIDI_PART_aggr_calibrated(const MPIDI_PART_loggp_t * t, int on_node)

@@ -59,7 +59,7 @@
  * The observed chooser (the tag transport's re-planning, below) differs in two ways: it
  * reads the table's rows as measured points (MPIDI_PART_loggp_at: L, o_s, o_r, g linear
  * between rows), and past the table's rendezvous switch its default c is o_s + o_r -
- * 2G(b-1), the handshake (obs_msg_cost). The a-priori choosers (MPIDI_PART_ploggp_choose
+ * 2G(b-1), the handshake, twice on a node's table (obs_msg_cost). The a-priori choosers (MPIDI_PART_ploggp_choose
  * and _choose_aligned, which sizes the timer's groups on the RDMA transport) keep the
  * segments and the whole o_s + o_r: the same change there made the timer merge across
  * threads on RDMA (17 writes per iteration instead of 6-10, 2026-12-05-sweep).
@@ -114,7 +114,8 @@ static const MPIDI_PART_loggp_t builtin_shm = {
         {262144, 0, 27.54, 27.44, 3.238, 9.598e-05},
         {1048576, 0, 107, 108.2, 3.238, 9.598e-05},
         {4194304, 0, 459.4, 477.6, 3.238, 9.598e-05}
-    }
+    },
+    1
 };
 
 /* TCP over loopback through UCX (same machine, date and method as above) */
@@ -133,7 +134,8 @@ static const MPIDI_PART_loggp_t builtin_tcp = {
         {262144, 0, 120.3, 115.5, 55.42, 0.0002522},
         {1048576, 0, 329.3, 328.3, 55.42, 0.0002538},
         {4194304, 0, 1161, 1084, 55.42, 0.0002538}
-    }
+    },
+    0
 };
 
 /* RDMA writes with immediate data (the RDMA transport's wire message), measured
@@ -163,7 +165,8 @@ static const MPIDI_PART_loggp_t builtin_rdma_shm = {
         {262144, 0, 0.537, 16.54, 1.62, 6.13e-05},
         {1048576, 0, 1.281, 67.81, 1.62, 6.13e-05},
         {4194304, 0, 23.65, 340.3, 1.62, 6.13e-05}
-    }
+    },
+    1
 };
 
 static const MPIDI_PART_loggp_t builtin_rdma_tcp = {
@@ -179,7 +182,8 @@ static const MPIDI_PART_loggp_t builtin_rdma_tcp = {
         {262144, 0, 32.37, 18.08, 4.717, 0.0001041},
         {1048576, 0, 156.7, 71.19, 0, 0.0001543},
         {4194304, 0, 712.9, 1667, 0, 0.0001858}
-    }
+    },
+    0
 };
 
 const MPIDI_PART_loggp_t *MPIDI_PART_loggp_builtin(int which)
@@ -495,12 +499,17 @@ static double msg_cost(const MPIDI_PART_model_t * m, const MPIDI_PART_loggp_t * 
 
 /* The observed chooser's default c (msg_cost < 0) for a message of x bytes, P its
  * parameters (MPIDI_PART_loggp_at), eager the table's rendezvous switch (0: none): o_s + o_r,
- * and past the switch o_s + o_r - 2G(x-1), at least 0, the handshake (~5-14 us on the
- * built-in shm table from 8 KiB to 1 MiB): there each side's o, measured with blocking
- * MPI_Send/MPI_Recv, includes the transfer, which the timeline already has. Why it
- * matters: the engine README, "Observed re-planning". */
-static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int64_t eager, double msg_cost_us,
-                           double x)
+ * and past the switch o_s + o_r - 2G(x-1), at least 0: the handshake (~5-14 us on the
+ * built-in shm table from 8 KiB to 1 MiB), since there each side's o, measured with
+ * blocking MPI_Send/MPI_Recv, includes the transfer, which the timeline already has. On a
+ * node's table (on_node) twice that: the handshake is then only the two sides' progress,
+ * which the ping-pong measured with both polling, and in an iteration each of its legs
+ * waits for one side among threads that ready and compute (measured: the engine README,
+ * "Observed re-planning"). */
+#define MPIDI_PART_OBS_RNDV_FACTOR_ON_NODE 2.0
+
+static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int on_node, int64_t eager,
+                           double msg_cost_us, double x)
 {
     if (msg_cost_us >= 0)
         return msg_cost_us;
@@ -508,6 +517,8 @@ static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int64_t eager, doub
     if (eager > 0 && x > (double) eager) {
         c -= 2 * per_byte(P, x);
         c = c > 0 ? c : 0;
+        if (on_node)
+            c *= MPIDI_PART_OBS_RNDV_FACTOR_ON_NODE;
     }
     return c;
 }
@@ -742,7 +753,7 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, int64_t eager,
         /* the table's rows read as measured points (sizes the program sends, not a grid) */
         MPIDI_PART_loggp_at(t, (int64_t) msgs[i].bytes, &P);
         train_add_seg(&s, &P, 1, msgs[i].bytes, msgs[i].r, 0);
-        cost += obs_msg_cost(&P, eager, msg_cost_us, msgs[i].bytes);
+        cost += obs_msg_cost(&P, t->on_node, eager, msg_cost_us, msgs[i].bytes);
     }
     return s.done + cost;
 }
