@@ -59,10 +59,11 @@
  * The observed chooser (the tag transport's re-planning, below) differs in two ways: it
  * reads the table's rows as measured points (MPIDI_PART_loggp_at: L, o_s, o_r, g linear
  * between rows), and past the table's rendezvous switch its default c is o_s + o_r -
- * 2G(b-1), the handshake, twice on a node's table (obs_msg_cost). The a-priori choosers (MPIDI_PART_ploggp_choose
- * and _choose_aligned, which sizes the timer's groups on the RDMA transport) keep the
- * segments and the whole o_s + o_r: the same change there made the timer merge across
- * threads on RDMA (17 writes per iteration instead of 6-10, 2026-12-05-sweep).
+ * 2G(b-1), the handshake, twice on a node's table (obs_msg_cost). The a-priori choosers
+ * (MPIDI_PART_ploggp_choose and _choose_aligned, which sizes the timer's groups on the
+ * RDMA transport) keep the segments and the whole o_s + o_r: the same change there made
+ * the timer merge across threads on RDMA (17 writes per iteration instead of 6-10,
+ * 2026-12-05-sweep).
  *
  * Built-in tables
  * ---------------
