@@ -973,7 +973,7 @@ TEST(PloggpObserved, PastTheRendezvousSwitchTheCostIsTheHandshake)
     const MPIDI_PART_loggp_seg_t *Q = MPIDI_PART_loggp_lookup(kShm, 1024);
     EXPECT_NEAR(MPIDI_PART_ploggp_predict_observed(kShm, &small, &r0, -1, 1),
                 simulate(*kShm, {1024.0}, {0.0}) + Q->o_s + Q->o_r, 1e-12);
-    // across the network (no on_node) the handshake counts once: loopback TCP's ~105 us
+    // across the network (no on_node) the handshake counts once: loopback TCP's ~105-125 us
     // is mostly the wire's round trips, which do not wait for a busy process
     const MPIDI_PART_loggp_seg_t *R = MPIDI_PART_loggp_lookup(kTcp, 1 << 20);
     EXPECT_EQ(kTcp->on_node, 0);

@@ -165,7 +165,7 @@ static int rdma_table_load(const char *path, const char *name, MPIDI_PART_loggp_
     return err;
 }
 
-/* which tables were measured on one node (a file or the calibration cannot say) */
+/* which tables serve peers on this node (a parsed table does not say) */
 static void tables_mark_on_node(void)
 {
     tables.shm.on_node = tables.rdma_shm.on_node = 1;

@@ -43,9 +43,9 @@ typedef struct MPIDI_PART_loggp {
     int32_t nsegs;              /* 1..MPIDI_PART_LOGGP_MAX_SEGS */
     char name[MPIDI_PART_LOGGP_NAME_MAX];
     MPIDI_PART_loggp_seg_t seg[MPIDI_PART_LOGGP_MAX_SEGS];
-    int32_t on_node;            /* measured between processes of one node, where a rendezvous
-                                 * handshake is the two sides' progress and nothing else (the
-                                 * observed chooser counts it twice, part_ploggp.c
+    int32_t on_node;            /* the table is used for peers on the same node, where a
+                                 * rendezvous handshake is the two sides' progress and nothing
+                                 * else (the observed chooser counts it twice, part_ploggp.c
                                  * obs_msg_cost); not read from a file, set by who loads it */
 } MPIDI_PART_loggp_t;
 
