@@ -10,21 +10,15 @@ extern double g_rndv_mult;
 #include <string>
 #include <vector>
 #include <algorithm>
+#include "partobs_dump.h"
 int main(int argc, char **argv) {
   const MPIDI_PART_loggp_t *t = MPIDI_PART_loggp_builtin(argc > 1 && std::string(argv[1]) == "tcp" ? MPIDI_PART_LOGGP_TCP : MPIDI_PART_LOGGP_SHM);
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream is(line); std::string tag; is >> tag;
-    if (tag != "PARTOBS") continue;
-    int n, nobs, parts, k, early; long long S; double tau;
-    is >> n >> nobs >> S >> parts >> k >> early >> tau;
-    std::vector<double> ready(n * nobs), sent(n * nobs);
-    for (int o = 0; o < nobs; o++) {
-      std::getline(std::cin, line); std::istringstream r(line.substr(1));
-      for (int j = 0; j < n; j++) r >> ready[o * n + j];
-      std::getline(std::cin, line); std::istringstream s(line.substr(1));
-      for (int j = 0; j < n; j++) s >> sent[o * n + j];
-    }
+  PartObs d;
+  while (read_partobs(std::cin, d)) {
+    const int n = d.n, nobs = d.nobs, parts = d.parts, k = d.k, early = d.early;
+    const long long S = d.bytes;
+    const double tau = d.tau;
+    std::vector<double> &ready = d.ready, &sent = d.sent;
     MPIDI_PART_problem_t pb{S, parts, n};
     printf("S %lld n %d engine k %d T %d |", S, n, k, (n + k - 1) / k);
     for (double m : {1.0, 1.5, 2.0, 3.0}) {

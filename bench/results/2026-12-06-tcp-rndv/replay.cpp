@@ -1,30 +1,38 @@
-// replay.cpp: the observed chooser's prediction per message count for PARTOBS dumps (stdin)
+// replay.cpp: replays PARTOBS dumps (stdin) through the observed chooser. Per record: the
+// engine's pick, the pick of the part_ploggp.c it is linked with (choose_observed_multi),
+// and for one-sample records the adjusted spread and the prediction for several message
+// counts (predict_observed). Linked with a part_ploggp.c carrying xfix.patch or
+// sfix.patch, XFIX=1 / SFIX=1|2 switch those variants on. Usage: replay shm|tcp < dump
 extern "C" {
 #include "part_ploggp.h"
 }
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
+#include "../2026-12-05-rndv-factor/partobs_dump.h"
+
 int main(int argc, char **argv) {
-  const MPIDI_PART_loggp_t *t = MPIDI_PART_loggp_builtin(argc > 1 && std::string(argv[1]) == "tcp" ? MPIDI_PART_LOGGP_TCP : MPIDI_PART_LOGGP_SHM);
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream is(line); std::string tag; is >> tag;
-    if (tag != "PARTOBS") continue;
-    int n, nobs, parts, k, early; long long S; double tau;
-    is >> n >> nobs >> S >> parts >> k >> early >> tau;
-    std::vector<double> ready(n), sent(n), adj(n);
-    std::getline(std::cin, line); { std::istringstream r(line.substr(1)); for (int j = 0; j < n; j++) r >> ready[j]; }
-    std::getline(std::cin, line); { std::istringstream r(line.substr(1)); for (int j = 0; j < n; j++) r >> sent[j]; }
-    MPIDI_PART_problem_t pb{S, parts, n};
-    MPIDI_PART_ploggp_adjust_ready(n, ready.data(), sent.data(), adj.data());
-    double mx = 0; for (double a : adj) mx = a > mx ? a : mx;
-    printf("S %lld engine T %d adjusted spread %.0f |", S, (n + k - 1) / k, mx);
-    for (int kk : {n, (n + 1) / 2, (n + 2) / 3, n / 4, n / 8, 1}) {
-      double x = MPIDI_PART_ploggp_predict_observed(t, &pb, adj.data(), -1, kk);
-      printf(" T%d:%.0f", (n + kk - 1) / kk, x);
+  const bool tcp = argc > 1 && std::string(argv[1]) == "tcp";
+  const MPIDI_PART_loggp_t *t = MPIDI_PART_loggp_builtin(tcp ? MPIDI_PART_LOGGP_TCP : MPIDI_PART_LOGGP_SHM);
+  PartObs d;
+  while (read_partobs(std::cin, d)) {
+    const int n = d.n;
+    MPIDI_PART_problem_t pb{d.bytes, d.parts, n};
+    int kk = MPIDI_PART_ploggp_choose_observed_multi(t, &pb, d.nobs, d.ready.data(),
+                                                     d.early ? nullptr : d.sent.data(), d.tau, 0,
+                                                     nullptr, nullptr);
+    printf("bytes %lld n %d nobs %d engine T %d replay T %d", d.bytes, n, d.nobs,
+           (n + d.k - 1) / d.k, (n + kk - 1) / kk);
+    if (d.nobs == 1) {
+      std::vector<double> adj(n);
+      MPIDI_PART_ploggp_adjust_ready(n, d.ready.data(), d.early ? nullptr : d.sent.data(), adj.data());
+      double mx = 0;
+      for (double a : adj) mx = a > mx ? a : mx;
+      printf(" | adjusted spread %.0f |", mx);
+      for (int k : {n, (n + 1) / 2, (n + 2) / 3, n / 4, n / 8, 1})
+        if (k >= 1)
+          printf(" T%d:%.0f", (n + k - 1) / k, MPIDI_PART_ploggp_predict_observed(t, &pb, adj.data(), -1, k));
     }
     printf("\n");
   }
