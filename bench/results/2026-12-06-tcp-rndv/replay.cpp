@@ -1,8 +1,8 @@
 // replay.cpp: replays PARTOBS dumps (stdin) through the observed chooser. Per record: the
 // engine's pick, the pick of the part_ploggp.c it is linked with (choose_observed_multi),
 // and for one-sample records the adjusted spread and the prediction for several message
-// counts (predict_observed). Linked with a part_ploggp.c carrying xfix.patch or
-// sfix.patch, XFIX=1 / SFIX=1|2 switch those variants on. Usage: replay shm|tcp < dump
+// counts (predict_observed). Linked with a part_ploggp.c carrying sfix.patch, XFIX=1
+// and SFIX=1|2 switch its variants on. Usage: replay shm|tcp < dump
 extern "C" {
 #include "part_ploggp.h"
 }
