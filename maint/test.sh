@@ -427,6 +427,7 @@ if "$PREFIX/bin/mpicc" -O2 -Wall -Wextra -c -o "$cal-fit.o" "$partdir/part_loggp
    && rm -f "$calfile" \
    && calibrate calibrate.log "^protocol switch between .* bytes (o_s" -t shm -s 1K,4K,16K -r 5 \
    && [ "$(grep -c '^[0-9]' "$calfile")" -ge 5 ] \
+   && awk '/^[0-9]/ && NF != 7 { bad = 1 } END { exit bad }' "$calfile" \
    && MPIR_CVAR_PART_LOGGP_FILE="$calfile" timeout 300 "$PREFIX/bin/mpiexec" \
         -n 2 "$BUILD_DIR/part_demo" --iters 2 > "$RESULTS/calibrate-demo.log" 2>&1 \
    && calibrate calibrate-rdma.log "^protocol switch between 4096 and 4097 bytes (" \

@@ -205,6 +205,38 @@ TEST(LoggpFit, TheWrittenTableIsWhatTheEngineReads)
     }
     // the step the tool located is the engine's eager limit (the tag transport's pieces)
     EXPECT_EQ(MPIDI_PART_loggp_eager_limit(&t), 8255);
+    // no S measured (libfabric writes): six numbers, S 0
+    EXPECT_EQ(text.find(" S "), std::string::npos);
+    for (int32_t i = 0; i < t.nsegs; ++i)
+        EXPECT_EQ(t.seg[i].S, 0.0);
+}
+
+TEST(LoggpFit, TheSendersUnhiddenTimeIsWrittenWhenEveryPointHasIt)
+{
+    std::vector<Point> p = line({64, 8192, 1048576}, 0.5, 1e-5);
+    const double S[3] = {4.7, 47.4, 218.0};
+    for (size_t i = 0; i < p.size(); ++i)
+        p[i].S = S[i];
+    auto parsed = [](const std::vector<Point> &q, MPIDI_PART_loggp_t *t) {
+        char *buf = nullptr;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        calib::write_table(f, "net", q);
+        std::fclose(f);
+        const std::string text(buf, len);
+        free(buf);
+        int line_no = -1;
+        return MPIDI_PART_loggp_parse(text.c_str(), "net", t, &line_no);
+    };
+    MPIDI_PART_loggp_t t;
+    ASSERT_EQ(parsed(p, &t), MPIDI_PART_LOGGP_OK);
+    for (size_t i = 0; i < p.size(); ++i)
+        EXPECT_NEAR(t.seg[i].S, S[i], 1e-4);
+    // one point without it (a measurement that could not time it): none written
+    p[1].S = 0;
+    ASSERT_EQ(parsed(p, &t), MPIDI_PART_LOGGP_OK);
+    for (int32_t i = 0; i < t.nsegs; ++i)
+        EXPECT_EQ(t.seg[i].S, 0.0);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ MPIDI_PART_loggp_t one_seg(double L, double os, double orr, double g, double G)
 {
     MPIDI_PART_loggp_t t{};
     t.nsegs = 1;
-    t.seg[0] = {0, L, os, orr, g, G};
+    t.seg[0] = {0, L, os, orr, g, G, 0};
     return t;
 }
 
@@ -63,7 +63,7 @@ double simulate(const MPIDI_PART_loggp_t &t, const std::vector<double> &b,
 }
 
 // The parameters at x bytes as the observed chooser reads the table: the rows are points,
-// L, o_s, o_r and g linear between two of them, G the lower row's; the first row below it,
+// L, o_s, o_r, g and S linear between two of them, G the lower row's; the first row below it,
 // the last above it (written here without MPIDI_PART_loggp_at)
 MPIDI_PART_loggp_seg_t at(const MPIDI_PART_loggp_t &t, double x)
 {
@@ -78,8 +78,22 @@ MPIDI_PART_loggp_seg_t at(const MPIDI_PART_loggp_t &t, double x)
         P.o_s += f * (Q.o_s - P.o_s);
         P.o_r += f * (Q.o_r - P.o_r);
         P.g += f * (Q.g - P.g);
+        P.S += f * (Q.S - P.S);
     }
     return P;
+}
+
+// Whether x bytes are past the table's rendezvous switch (two rows one byte apart, the
+// second with at least twice the o_s + o_r; the first such pair)
+bool past_switch(const MPIDI_PART_loggp_t &t, double x)
+{
+    for (int32_t i = 0; i + 1 < t.nsegs; ++i) {
+        const MPIDI_PART_loggp_seg_t &a = t.seg[i], &b = t.seg[i + 1];
+        if (b.min_bytes == a.min_bytes + 1 && b.o_s + b.o_r >= 2 * (a.o_s + a.o_r) &&
+            b.o_s + b.o_r > 0)
+            return x > (double) a.min_bytes;
+    }
+    return false;
 }
 
 // The observed chooser's default c: o_s + o_r at x, and past a rendezvous switch (two rows
@@ -103,7 +117,8 @@ double handshake(const MPIDI_PART_loggp_t &t, double x)
 
 // The observed prediction message by message: wire message m holds gcd-messages
 // [m k, m k + k), ready at the latest of their ready times, sent in ready order, each with
-// the parameters at its size (at()) and c = handshake() (or msg_cost >= 0)
+// the parameters at its size (at()) and c = handshake() (or msg_cost >= 0); each message's S
+// delays the later ones, and where the sender moves a message the transfer counts once
 double observed_reference(const MPIDI_PART_loggp_t &t, const MPIDI_PART_problem_t &pb,
                           const std::vector<double> &ready, double msg_cost, int32_t k)
 {
@@ -118,10 +133,19 @@ double observed_reference(const MPIDI_PART_loggp_t &t, const MPIDI_PART_problem_
     }
     std::stable_sort(msg.begin(), msg.end(),
                      [](auto &a, auto &b) { return a.first < b.first; });
-    double inj = 0, arr = 0, done = 0, gap = 0, cost = 0;
+    double inj = 0, arr = 0, done = 0, gap = 0, cost = 0, held = 0;
     for (size_t m = 0; m < msg.size(); ++m) {
-        const double r = msg[m].first, b = msg[m].second;
-        const MPIDI_PART_loggp_seg_t P = at(t, (double) (int64_t) b);
+        const double b = msg[m].second;
+        // every earlier message's S holds the sending threads up (ready times shift by it)
+        const double r = msg[m].first + held;
+        MPIDI_PART_loggp_seg_t P = at(t, (double) (int64_t) b);
+        held += P.S;
+        // the sender moves it (past the switch, S at least half the transfer): the transfer
+        // counts once, in G, not also in o_s and o_r
+        if (past_switch(t, b) && P.S > 0 && 2 * P.S >= Gx(&P, b)) {
+            P.o_s = std::max(0.0, P.o_s - Gx(&P, b));
+            P.o_r = std::max(0.0, P.o_r - Gx(&P, b));
+        }
         inj = m ? std::max(r, inj + gap) : r;
         const double a = inj + P.o_s + Gx(&P, b) + P.L;
         arr = m ? std::max(a, arr + std::max(P.g, P.o_r) + Gx(&P, b)) : a;
@@ -178,7 +202,7 @@ MPIDI_PART_loggp_t random_table(std::mt19937_64 &rng)
     t.nsegs = 1 + (int32_t) (rng() % 4);
     int64_t min = 0;
     for (int32_t i = 0; i < t.nsegs; ++i) {
-        t.seg[i] = {min, 5 * u(rng), 3 * u(rng), 3 * u(rng), 2 * u(rng), 1e-3 * u(rng)};
+        t.seg[i] = {min, 5 * u(rng), 3 * u(rng), 3 * u(rng), 2 * u(rng), 1e-3 * u(rng), 0};
         min += 1 + (int64_t) (rng() % 100000);
     }
     return t;
@@ -246,6 +270,25 @@ TEST(LoggpParse, GoodFileWithSeveralTransports)
                                      "", &t, &line), MPIDI_PART_LOGGP_OK);
     EXPECT_STREQ(t.name, "a");
     EXPECT_EQ(t.seg[0].min_bytes, 1);
+}
+
+TEST(LoggpParse, SeventhNumberIsS)
+{
+    // S on every line of one table, on none of the next (0 there); at() reads S between rows
+    const char *text = "transport a\n0 1 2 3 4 1e-3 5.5\n1000 1 2 3 4 1e-3 7.5  # S\n"
+                       "transport b\n0 1 2 3 4 1e-3\n";
+    MPIDI_PART_loggp_t t;
+    int line = -1;
+    ASSERT_EQ(MPIDI_PART_loggp_parse(text, "a", &t, &line), MPIDI_PART_LOGGP_OK);
+    ASSERT_EQ(t.nsegs, 2);
+    EXPECT_EQ(t.seg[0].S, 5.5);
+    EXPECT_EQ(t.seg[1].S, 7.5);
+    MPIDI_PART_loggp_seg_t mid;
+    MPIDI_PART_loggp_at(&t, 500, &mid);
+    EXPECT_DOUBLE_EQ(mid.S, 6.5);
+    ASSERT_EQ(MPIDI_PART_loggp_parse(text, "b", &t, &line), MPIDI_PART_LOGGP_OK);
+    EXPECT_EQ(t.seg[0].S, 0.0);
+    EXPECT_EQ(t.seg[0].G, 1e-3);
 }
 
 TEST(LoggpParse, Lookup)
@@ -327,7 +370,11 @@ TEST(LoggpParse, BadLinesGiveCodeAndLine)
         many += std::to_string(i) + " 1 1 1 1 1\n";
     const BadCase cases[] = {
         {"0 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},              // 5 numbers
-        {"0 1 1 1 1 1\n8 1 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 2},     // 7
+        {"0 1 1 1 1 1\n8 1 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 2},     // 6, 7
+        {"0 1 1 1 1 1 1\n8 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 2},     // 7, 6
+        {"0 1 1 1 1 1 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},               // 8
+        {"0 1 1 1 1 1 -2\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},                 // S < 0
+        {"0 1 1 1 1 1 nan\n", nullptr, MPIDI_PART_LOGGP_EVALUE, 1},
         {"#\n0 1 1 x 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 2},         // not a number
         {"0 1 1 1e 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
         {"0 1 1 1,5 1 1\n", nullptr, MPIDI_PART_LOGGP_ESYNTAX, 1},
@@ -464,8 +511,11 @@ TEST(LoggpParse, BuiltinTablesAreWellFormed)
             if (i > 0) {
                 EXPECT_GT(s.min_bytes, t->seg[i - 1].min_bytes);
             }
-            for (double v : {s.L, s.o_s, s.o_r, s.g, s.G})
+            for (double v : {s.L, s.o_s, s.o_r, s.g, s.G, s.S})
                 EXPECT_TRUE(std::isfinite(v) && v >= 0);
+            // the MPI tables give S on every row (measured), the RDMA ones on none
+            const bool mpi = which == MPIDI_PART_LOGGP_SHM || which == MPIDI_PART_LOGGP_TCP;
+            EXPECT_EQ(s.S > 0, mpi) << t->name << " row " << s.min_bytes;
         }
     }
     EXPECT_STREQ(MPIDI_PART_loggp_builtin(MPIDI_PART_LOGGP_SHM)->name, "shm");
@@ -880,6 +930,45 @@ TEST(PloggpObserved, ThreadsSerialisedByTheObservedSendsMergeOverTcp)
     EXPECT_LT(k_raw, k);
 }
 
+TEST(PloggpObserved, OneThreadOverTcpPaysForItsOwnRendezvous)
+{
+    // what the sender saw over UCX/TCP, 1 thread x 128 partitions of 8 KiB (2026-12-06,
+    // bench/results/2026-12-06-tcp-rndv): a partition readied every ~15 us, 8 us of it in
+    // MPI_Pready sending it. One 1 MiB message was best (the default's 2-3 took 1.17-1.33x
+    // its time): over TCP the sending thread moves each rendezvous itself (S), early or
+    // late. With the table's S the chooser takes one message; without it, 2-3
+    const MPIDI_PART_problem_t pb{1 << 20, 128, 128};
+    std::vector<double> ready(128), sent(128, 8.0);
+    for (int j = 0; j < 128; j++)
+        ready[j] = 14.9 * j;
+    EXPECT_EQ(choose_obs(kTcp, pb, ready, &sent, 2.14e6), 128);
+    MPIDI_PART_loggp_t noS = *kTcp;
+    for (int32_t i = 0; i < noS.nsegs; ++i)
+        noS.seg[i].S = 0;
+    const int32_t k = choose_obs(&noS, pb, ready, &sent, 2.14e6);
+    EXPECT_LT(k, 128) << "k " << k;
+    // the shm table's S (the receiver copies) leaves the same samples' layout apart
+    EXPECT_LT(choose_obs(kShm, pb, ready, &sent, 2.14e6), 128);
+}
+
+TEST(PloggpObserved, TheSendersUnhiddenTimeHoldsUpLaterMessages)
+{
+    // two eager messages of 1 KiB, both ready at 0: the second can start only S after the
+    // first; with S = 0 the old timeline
+    MPIDI_PART_loggp_t t = one_seg(1.0, 0.5, 0.5, 0.2, 1e-3);
+    const MPIDI_PART_problem_t pb{2048, 2, 2};
+    const std::vector<double> ready{0.0, 0.0};
+    const double base = MPIDI_PART_ploggp_predict_observed(&t, &pb, ready.data(), 0, 1);
+    EXPECT_NEAR(base, simulate(t, {1024.0, 1024.0}, {0.0, 0.0}), 1e-12);
+    t.seg[0].S = 40.0;
+    const double held = MPIDI_PART_ploggp_predict_observed(&t, &pb, ready.data(), 0, 1);
+    EXPECT_NEAR(held, simulate(t, {1024.0, 1024.0}, {0.0, 40.0}), 1e-12);
+    EXPECT_GT(held, base + 30);
+    // one message of 2 KiB is held by nothing
+    EXPECT_NEAR(MPIDI_PART_ploggp_predict_observed(&t, &pb, ready.data(), 0, 2),
+                simulate(t, {2048.0}, {0.0}), 1e-12);
+}
+
 TEST(PloggpObserved, ReadiedTogetherMergesSmallMessages)
 {
     // 128 partitions of 64 B readied in one burst: one wire message on shm, and over TCP
@@ -974,13 +1063,25 @@ TEST(PloggpObserved, PastTheRendezvousSwitchTheCostIsTheHandshake)
     EXPECT_NEAR(MPIDI_PART_ploggp_predict_observed(kShm, &small, &r0, -1, 1),
                 simulate(*kShm, {1024.0}, {0.0}) + Q->o_s + Q->o_r, 1e-12);
     // across the network (no on_node) the handshake counts once: loopback TCP's ~105-125 us
-    // is mostly the wire's round trips, which do not wait for a busy process
+    // is mostly the wire's round trips, which do not wait for a busy process. And there the
+    // sender moves the data (S 210 us of a 266 us transfer): the timeline counts the
+    // transfer once, in G, not also in o_s and o_r
     const MPIDI_PART_loggp_seg_t *R = MPIDI_PART_loggp_lookup(kTcp, 1 << 20);
+    const double tr = R->G * ((1 << 20) - 1);
     EXPECT_EQ(kTcp->on_node, 0);
+    EXPECT_GE(2 * R->S, tr);
+    MPIDI_PART_loggp_t once = *kTcp;
+    for (int32_t i = 0; i < once.nsegs; ++i)
+        if (once.seg[i].min_bytes == (1 << 20)) {
+            once.seg[i].o_s -= tr;
+            once.seg[i].o_r -= tr;
+        }
+    const double done_once = simulate(once, {(double) (1 << 20)}, {0.0});
+    EXPECT_NEAR(done_once, simulate(*kTcp, {(double) (1 << 20)}, {0.0}) - 2 * tr, 1e-6);
     EXPECT_NEAR(MPIDI_PART_ploggp_predict_observed(kTcp, &one, &r0, -1, 1),
-                simulate(*kTcp, {(double) (1 << 20)}, {0.0}) + R->o_s + R->o_r -
-                    2 * R->G * ((1 << 20) - 1),
-                1e-9 * done);
+                done_once + R->o_s + R->o_r - 2 * tr, 1e-9 * done);
+    // on shared memory the receiver copies (S 1.2 us): o_s and o_r keep the transfer
+    EXPECT_LT(2 * P->S, P->G * ((1 << 20) - 1));
     // the a-priori model keeps the whole o_s + o_r (it sizes the timer's groups on RDMA)
     const MPIDI_PART_model_t m = model(0);
     EXPECT_NEAR(MPIDI_PART_ploggp_predict(kShm, &m, &one, 1), done + P->o_s + P->o_r,

@@ -289,8 +289,8 @@ TEST(PartTimer, DefaultTimeoutFromTheModel)
 {
     MPIDI_PART_loggp_t t{};
     t.nsegs = 2;
-    t.seg[0] = {0, 1.0, 0.5, 0.7, 0.3, 1e-4};
-    t.seg[1] = {65536, 2.0, 4.0, 3.0, 1.0, 1e-4};
+    t.seg[0] = {0, 1.0, 0.5, 0.7, 0.3, 1e-4, 0};
+    t.seg[1] = {65536, 2.0, 4.0, 3.0, 1.0, 1e-4, 0};
     // max(g, o_s) + o_r + c, with c = o_s + o_r by default
     EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, -1, 1024), 0.5 + 0.7 + 1.2);
     EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, 16, 1024), 0.5 + 0.7 + 16);
@@ -309,15 +309,15 @@ TEST(PartTimer, DefaultTimeoutAtMostTheLongestDeadline)
     // nanoseconds do not fit the engine's int32_t (they wrapped negative: timer off)
     MPIDI_PART_loggp_t t{};
     t.nsegs = 1;
-    t.seg[0] = {0, 6e5, 6e5, 6e5, 6e5, 1e-4};
+    t.seg[0] = {0, 6e5, 6e5, 6e5, 6e5, 1e-4, 0};
     const double x = MPIDI_PART_timer_default_timeout(&t, -1, 1024);
     EXPECT_DOUBLE_EQ(x, MPIDI_PART_TIMER_MAX_US);
     EXPECT_LE(x * 1000.0 + 0.5, (double) INT32_MAX);
-    t.seg[0] = {0, 1e300, 1e300, 1e300, 1e300, 1.0};
+    t.seg[0] = {0, 1e300, 1e300, 1e300, 1e300, 1.0, 0};
     EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, -1, 1024), MPIDI_PART_TIMER_MAX_US);
     EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, 1e9, 1024), MPIDI_PART_TIMER_MAX_US);
     // below it, unchanged
-    t.seg[0] = {0, 4e5, 4e5, 4e5, 4e5, 1e-4};
+    t.seg[0] = {0, 4e5, 4e5, 4e5, 4e5, 1e-4, 0};
     EXPECT_DOUBLE_EQ(MPIDI_PART_timer_default_timeout(&t, -1, 1024), 1.6e6);
 }
 

@@ -17,6 +17,16 @@ class Link {
     virtual void send(int64_t bytes) = 0;       // one message of `bytes` to the partner
     virtual void recv(int64_t bytes) = 0;       // wait until one message from it is in
     virtual std::string describe() const = 0;   // for the file's header
+    // The sender's unhidden time S of one message (part_calibrate.cpp's header): the time in
+    // a nonblocking send's call and in its wait after gap_us without calls. Only where
+    // times_unhidden() (MPI messages; a libfabric write's table has no S).
+    virtual bool times_unhidden() const { return false; }
+    virtual double unhidden_send(int64_t bytes, double gap_us)
+    {
+        (void) bytes;
+        (void) gap_us;
+        return 0;
+    }
 };
 
 // Plain MPI_Send / MPI_Recv (the tag transport's path). send_tag / recv_tag: this rank's.

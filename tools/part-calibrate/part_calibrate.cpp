@@ -11,6 +11,12 @@
 //   o_r(s)  = mean time of one MPI_Recv on the server when the message is already there
 //             (the server busy-waits 2d before each receive of a d-spaced stream)
 //   L(s)    = PRTT(1,0,s)/2 - o_s(s) - o_r(s) - G*s, clamped at >= 0
+//   S(s)    = the sender's unhidden time (MPI messages only): MPI_Isend, a gap of
+//             2 PRTT(1,0,s) without MPI calls while the server waits in MPI_Recv, MPI_Wait;
+//             the two calls' time (median). What the receiver's progress does during the gap
+//             is hidden (a shared-memory rendezvous: 0.4-1.5 us up to 4 MiB); what waits for
+//             the sender's progress is not (UCX over TCP: the whole rendezvous, ~65 us at
+//             8 KiB, ~210 us at 1 MiB). The observed chooser charges it to the sending threads.
 // The file gets one segment per measured size (min_bytes = s, its own L, o_s, o_r, and the
 // g, G of the fitted piece that holds s), so a lookup finds the nearest measured size below.
 // Where o_s + o_r steps up between two listed sizes (a protocol switch), the step is
@@ -117,6 +123,19 @@ class MpiLink : public calib::Link {
                  MPI_STATUS_IGNORE);
     }
     std::string describe() const override { return "MPI_Send/MPI_Recv"; }
+    bool times_unhidden() const override { return true; }
+    double unhidden_send(int64_t bytes, double gap_us) override
+    {
+        MPI_Request req;
+        const double t0 = now_us();
+        MPI_Isend(sbuf_.data(), (int) bytes, MPI_BYTE, partner_, send_tag_, MPI_COMM_WORLD,
+                  &req);
+        const double t1 = now_us();
+        spin_us(gap_us);
+        const double t2 = now_us();
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        return (t1 - t0) + (now_us() - t2);
+    }
 
   private:
     int partner_, send_tag_, recv_tag_;
@@ -185,6 +204,27 @@ void server()
     }
 }
 
+// Client: median S(s) (the header), or 0 when the link does not time it. The server
+// receives one message per round and answers it.
+double unhidden(const Options & opt, int64_t s, double gap)
+{
+    if (!link->times_unhidden())
+        return 0;
+    const int warmup = (int) std::clamp(opt.warm_us / std::max(3 * gap / 2, 0.01), 3.0, 200.0);
+    Ctrl c{CMD_RUN, 1, warmup + opt.reps, warmup, s, 0};
+    MPI_Send(&c, sizeof c, MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
+    std::vector<double> t;
+    for (int r = 0; r < c.rounds; ++r) {
+        const double x = link->unhidden_send(s, gap);
+        link->recv(s);
+        if (r >= warmup)
+            t.push_back(x);
+    }
+    double res = 0;
+    MPI_Recv(&res, 1, MPI_DOUBLE, 1, TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return median(t);
+}
+
 // All of one size's round trips (the header's formulas; L and the fitted g, G come later).
 Point measure(const Options & opt, int64_t s)
 {
@@ -199,6 +239,7 @@ Point measure(const Options & opt, int64_t s)
     prtt(opt, n, d, s, n * 3 * d, 2 * d, &p.orr);
     p.gall = (p.prttn - p.prtt1) / (n - 1);
     p.os = std::max(0.0, (p.prttnd - p.prtt1) / (n - 1) - d);
+    p.S = unhidden(opt, s, 2 * d);
     return p;
 }
 
@@ -457,12 +498,13 @@ std::string check_output(const Options & o)
 bool report(const Options & o, const std::vector<Point> & p, const std::vector<size_t> & starts,
             const std::string & cmdline)
 {
-    std::printf("%10s %10s %10s %10s %9s %9s %9s %9s   piece: g [us]  G [us/B]\n", "bytes",
-                "PRTT1", "PRTTn", "PRTTnd", "g+Gs", "o_s", "o_r", "L");
+    std::printf("%10s %10s %10s %10s %9s %9s %9s %9s %9s   piece: g [us]  G [us/B]\n",
+                "bytes", "PRTT1", "PRTTn", "PRTTnd", "g+Gs", "o_s", "o_r", "L", "S");
     for (size_t i = 0; i < p.size(); ++i) {
         const bool first = std::find(starts.begin(), starts.end(), i) != starts.end();
-        std::printf("%10lld %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9.3f", (long long) p[i].s,
-                    p[i].prtt1, p[i].prttn, p[i].prttnd, p[i].gall, p[i].os, p[i].orr, p[i].L);
+        std::printf("%10lld %10.3f %10.3f %10.3f %9.3f %9.3f %9.3f %9.3f %9.3f",
+                    (long long) p[i].s, p[i].prtt1, p[i].prttn, p[i].prttnd, p[i].gall, p[i].os,
+                    p[i].orr, p[i].L, p[i].S);
         if (first)
             std::printf("   %9.4f  %.4e", p[i].g, p[i].G);
         std::printf("\n");

@@ -2,8 +2,9 @@
 # abd.sh N SIZE [extra]: default vs best fixed AGGR_SIZE in one process, old and new library
 # alternating; pipelined 4 x 32, or with ROW=4x1 4 threads x 1 partition (extra: the pattern,
 # e.g. --pattern overhead --compute-us 1000 --noise-model gaussian --noise 4); LIBS=new runs
-# the new library only. Each line names the best fixed size and its wire messages, then every
-# fixed size's mean ("all"; sumabd.py's per-row comparison).
+# the new library only; VARIANTS replaces the list of variants. Each line names the best
+# fixed size and its wire messages, then every fixed size's mean ("all"; sumabd.py's per-row
+# comparison).
 N=$1; S=$2; shift 2
 V=part,part:size=1024,part:size=16384,part:size=65536,part:size=262144,part:size=1048576
 geo="--pattern pipelined --threads 4 --theta 32"
@@ -11,6 +12,7 @@ if [ "$ROW" = 4x1 ]; then
     V=part,part:size=16384,part:size=262144,part:size=1048576
     geo="--threads 4 --theta 1"
 fi
+V=${VARIANTS:-$V}       # VARIANTS: another list of fixed sizes (part first)
 run() { local lib=$1; shift
   if [ $lib = old ]; then LD_LIBRARY_PATH=/tmp/inst-old/lib timeout 300 /tmp/inst-old/bin/mpiexec -n 2 /tmp/pb/pb "$@" 2>&1
   else timeout 300 /work/main/_install/bin/mpiexec -n 2 /tmp/pb/pb "$@" 2>&1; fi; }

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 {
     char path[64];
     int badfile = 0, none = 0, tagonly = 0, provided;
-    const char *want_line = "line 3", *want_why = "not six numbers";
+    const char *want_line = "line 3", *want_why = "not six or seven numbers";
 
     for (int i = 1; i < argc; i++) {
         badfile |= strcmp(argv[i], "-badfile") == 0;

@@ -135,10 +135,15 @@ void MPIDI_PART_calib_latency(MPIDI_PART_calib_pt_t * p, size_t n)
 int MPIDI_PART_calib_write(FILE * f, const char *name, const MPIDI_PART_calib_pt_t * p,
                            size_t n)
 {
-    int bad = fprintf(f, "transport %s\n# bytes L o_s o_r g G   (us, G in us/byte)\n",
-                      name) < 0;
+    int with_S = n > 0;         /* S is written when every point has it */
     for (size_t i = 0; i < n; i++)
-        bad |= fprintf(f, "%lld %.4f %.4f %.4f %.4f %.6e\n", (long long) p[i].s, p[i].L,
+        with_S &= p[i].S > 0;
+    int bad = fprintf(f, "transport %s\n# bytes L o_s o_r g G%s   (us, G in us/byte)\n",
+                      name, with_S ? " S" : "") < 0;
+    for (size_t i = 0; i < n; i++) {
+        bad |= fprintf(f, "%lld %.4f %.4f %.4f %.4f %.6e", (long long) p[i].s, p[i].L,
                        p[i].os, p[i].orr, p[i].g, p[i].G) < 0;
+        bad |= (with_S ? fprintf(f, " %.4f\n", p[i].S) : fprintf(f, "\n")) < 0;
+    }
     return bad ? -1 : 0;
 }

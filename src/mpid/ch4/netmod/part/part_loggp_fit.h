@@ -26,6 +26,9 @@ typedef struct MPIDI_PART_calib_pt {
     double gall;                /* (PRTT(n,0,s) - PRTT(1,0,s)) / (n - 1) */
     double os, orr, L;          /* o_s, o_r, L */
     double g, G;                /* from the fitted piece that holds s */
+    double S;                   /* the sender's unhidden time: MPI_Isend, a gap of 2 PRTT(1,0,s)
+                                 * without MPI calls, MPI_Wait; the two calls' time (median).
+                                 * 0: not measured (libfabric writes) */
 } MPIDI_PART_calib_pt_t;
 
 /* o_s + o_r: what a protocol step shows in. */
@@ -78,8 +81,8 @@ size_t MPIDI_PART_calib_fit_pieces(MPIDI_PART_calib_pt_t * p, size_t n, size_t *
 void MPIDI_PART_calib_latency(MPIDI_PART_calib_pt_t * p, size_t n);
 
 /* The parameter-file text of n fitted points (MPIDI_PART_loggp_parse reads it back): the
- * header "transport name", a comment, one line per point. Returns 0, or -1 when a write
- * failed. */
+ * header "transport name", a comment, one line per point (with S as a seventh number when
+ * every point has S > 0). Returns 0, or -1 when a write failed. */
 int MPIDI_PART_calib_write(FILE * f, const char *name, const MPIDI_PART_calib_pt_t * p,
                            size_t n);
 

@@ -56,14 +56,16 @@
  * 12 GB/s and 4 ms), the link is the bottleneck and the model prefers the smallest T whose
  * early part covers delta (4 at 64 MiB there, where Table I, ignoring this, has 16).
  *
- * The observed chooser (the tag transport's re-planning, below) differs in two ways: it
- * reads the table's rows as measured points (MPIDI_PART_loggp_at: L, o_s, o_r, g linear
- * between rows), and past the table's rendezvous switch its default c is o_s + o_r -
- * 2G(b-1), the handshake, twice on a node's table (obs_msg_cost). The a-priori choosers
- * (MPIDI_PART_ploggp_choose and _choose_aligned, which sizes the timer's groups on the
- * RDMA transport) keep the segments and the whole o_s + o_r: the same change there made
- * the timer merge across threads on RDMA (17 writes per iteration instead of 6-10,
- * 2026-12-05-sweep).
+ * The observed chooser (the tag transport's re-planning, below) differs in three ways: it
+ * reads the table's rows as measured points (MPIDI_PART_loggp_at: L, o_s, o_r, g, S linear
+ * between rows); past the table's rendezvous switch its default c is o_s + o_r -
+ * 2G(b-1), the handshake, twice on a node's table (obs_msg_cost); and each message's S
+ * (the sender's time computation does not hide) delays the later messages' ready times,
+ * with the transfer counted once where the sender moves it (sender_moves). The a-priori
+ * choosers (MPIDI_PART_ploggp_choose and _choose_aligned, which sizes the timer's groups on
+ * the RDMA transport) keep the segments and the whole o_s + o_r, and read no S: the same
+ * change of c there made the timer merge across threads on RDMA (17 writes per iteration
+ * instead of 6-10, 2026-12-05-sweep).
  *
  * Built-in tables
  * ---------------
@@ -89,7 +91,7 @@
  *   MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self \
  *     mpiexec.mpich -n 2 tools/part-calibrate/part_calibrate -o tcp.loggp -t tcp
  * three runs each (n = 10, 25 rounds each); every value is the median of the three runs,
- * over the sizes all three have. Columns: min_bytes, L, o_s, o_r, g, G (us, us/byte).
+ * over the sizes all three have. Columns: min_bytes, L, o_s, o_r, g, G, S (us, us/byte).
  * These are MPI-level (blocking MPI_Send/MPI_Recv) values, as Netgauge's MPI module gives:
  * from the protocol switch on (rendezvous) o_s and o_r include the transfer itself, and L
  * comes out as 0 because the measured o_s + o_r exceed half the round trip. Run the tool
@@ -99,22 +101,27 @@
  * into 8-15 KiB messages that each paid a rendezvous (4 x 32 at 128 KiB: 11 messages, 2.3x
  * the time of one). The tool now locates such steps (part_calibrate.cpp, refine_switches):
  * 8256 bytes on shared memory (8255: o_s + o_r 0.8-2.9 us, 8256: 6.7-7.8 us) and 8192 over
- * TCP (8191: 9-13 us, 8192: 90-118 us), the same in all three runs. */
+ * TCP (8191: 9-13 us, 8192: 90-118 us), the same in all three runs.
+ * The seventh value, S (the sender's time per message that computation does not hide:
+ * MPI_Isend, 2 PRTT(1,0,s) without MPI calls, MPI_Wait), was added on 2026-12-06 with the
+ * tool of that day at these tables' sizes (-R -s ...), three runs each, the median; this
+ * project's MPICH 4.0.2 ch4:ucx, whose MPI_Isend is stock MPICH's, 1-minute load average
+ * 1.5-1.7 (bench/results/2026-12-06-sender-time). */
 static const MPIDI_PART_loggp_t builtin_shm = {
     13, "shm", {
-        {8, 0.0344, 0.3341, 0.2183, 0.2583, 0.0001859},
-        {16, 0.0075, 0.3587, 0.2226, 0.2583, 0.0001859},
-        {64, 0.0245, 0.3332, 0.239, 0.2583, 0.0001859},
-        {256, 0, 0.378, 0.3081, 0.2583, 0.0001859},
-        {1024, 0, 0.5444, 0.3919, 0.2583, 0.0001859},
-        {4096, 0, 0.9772, 0.7292, 0.2583, 0.0001859},
-        {8255, 0, 1.77, 1.143, 0.2583, 0.0001859},
-        {8256, 0, 4.175, 3.605, 3.238, 9.598e-05},
-        {16384, 0, 4.885, 4.331, 3.238, 9.598e-05},
-        {65536, 0, 9.241, 8.61, 3.238, 9.598e-05},
-        {262144, 0, 27.54, 27.44, 3.238, 9.598e-05},
-        {1048576, 0, 107, 108.2, 3.238, 9.598e-05},
-        {4194304, 0, 459.4, 477.6, 3.238, 9.598e-05}
+        {8, 0.0344, 0.3341, 0.2183, 0.2583, 0.0001859, 0.36},
+        {16, 0.0075, 0.3587, 0.2226, 0.2583, 0.0001859, 0.361},
+        {64, 0.0245, 0.3332, 0.239, 0.2583, 0.0001859, 0.381},
+        {256, 0, 0.378, 0.3081, 0.2583, 0.0001859, 0.391},
+        {1024, 0, 0.5444, 0.3919, 0.2583, 0.0001859, 0.391},
+        {4096, 0, 0.9772, 0.7292, 0.2583, 0.0001859, 0.402},
+        {8255, 0, 1.77, 1.143, 0.2583, 0.0001859, 0.822},
+        {8256, 0, 4.175, 3.605, 3.238, 9.598e-05, 0.841},
+        {16384, 0, 4.885, 4.331, 3.238, 9.598e-05, 1.01},
+        {65536, 0, 9.241, 8.61, 3.238, 9.598e-05, 0.772},
+        {262144, 0, 27.54, 27.44, 3.238, 9.598e-05, 1.2},
+        {1048576, 0, 107, 108.2, 3.238, 9.598e-05, 1.16},
+        {4194304, 0, 459.4, 477.6, 3.238, 9.598e-05, 1.52}
     },
     1
 };
@@ -122,19 +129,19 @@ static const MPIDI_PART_loggp_t builtin_shm = {
 /* TCP over loopback through UCX (same machine, date and method as above) */
 static const MPIDI_PART_loggp_t builtin_tcp = {
     13, "tcp", {
-        {8, 0, 6.125, 3.13, 6.696, 0.0002812},
-        {16, 0, 6.191, 3.109, 6.696, 0.0002812},
-        {64, 0, 6.193, 3.132, 6.696, 0.0002812},
-        {256, 0, 6.957, 1.451, 6.696, 0.0002812},
-        {1024, 0, 7.171, 3.001, 6.696, 0.0002812},
-        {4096, 0, 8.167, 3.337, 6.696, 0.0002812},
-        {8191, 0, 7.929, 4.27, 6.696, 0.0002812},
-        {8192, 0, 60.65, 56.95, 55.42, 0.0002522},
-        {16384, 0, 60.82, 58.17, 55.42, 0.0002522},
-        {65536, 0, 70.48, 67.08, 55.42, 0.0002522},
-        {262144, 0, 120.3, 115.5, 55.42, 0.0002522},
-        {1048576, 0, 329.3, 328.3, 55.42, 0.0002538},
-        {4194304, 0, 1161, 1084, 55.42, 0.0002538}
+        {8, 0, 6.125, 3.13, 6.696, 0.0002812, 5.03},
+        {16, 0, 6.191, 3.109, 6.696, 0.0002812, 4.9},
+        {64, 0, 6.193, 3.132, 6.696, 0.0002812, 4.95},
+        {256, 0, 6.957, 1.451, 6.696, 0.0002812, 4.91},
+        {1024, 0, 7.171, 3.001, 6.696, 0.0002812, 5.02},
+        {4096, 0, 8.167, 3.337, 6.696, 0.0002812, 5.49},
+        {8191, 0, 7.929, 4.27, 6.696, 0.0002812, 6.04},
+        {8192, 0, 60.65, 56.95, 55.42, 0.0002522, 67.5},
+        {16384, 0, 60.82, 58.17, 55.42, 0.0002522, 64.5},
+        {65536, 0, 70.48, 67.08, 55.42, 0.0002522, 74.5},
+        {262144, 0, 120.3, 115.5, 55.42, 0.0002522, 107},
+        {1048576, 0, 329.3, 328.3, 55.42, 0.0002538, 210},
+        {4194304, 0, 1161, 1084, 55.42, 0.0002538, 1030}
     },
     0
 };
@@ -151,38 +158,40 @@ static const MPIDI_PART_loggp_t builtin_tcp = {
  * up to 4096 bytes through its inject buffer and a larger one by a system call on the
  * receiving side: the tool found the step between 4096 and 4097 bytes in all three runs
  * (o_s + o_r 0.46-1.30 -> 2.40-2.54 us). Over tcp;ofi_rxm it found a step at a different
- * size above 200 KiB in each run (noise; not kept: not in all three). */
+ * size above 200 KiB in each run (noise; not kept: not in all three). No S (0): only the
+ * tag transport's observed chooser reads it, the RDMA transport never re-plans from
+ * observations. */
 static const MPIDI_PART_loggp_t builtin_rdma_shm = {
     12, "rdma-shm", {
-        {8, 0, 0.5469, 0.2704, 0.3706, 0.002639},
-        {16, 0, 0.5636, 0.2893, 0.3706, 0.002639},
-        {64, 0.0129, 0.4737, 0.2793, 0.4173, 0.0002991},
-        {256, 0, 0.4673, 0.3406, 0.4173, 0.0002991},
-        {1024, 0, 0.4552, 0.3549, 0.5386, 8.482e-05},
-        {4096, 0, 0.7357, 0.5509, 0.2023, 8.482e-05},
-        {4097, 0.275, 0.6222, 1.814, 1.588, 6.194e-05},
-        {16384, 0, 0.5933, 2.508, 1.62, 6.13e-05},
-        {65536, 0, 0.6118, 5.345, 1.62, 6.13e-05},
-        {262144, 0, 0.537, 16.54, 1.62, 6.13e-05},
-        {1048576, 0, 1.281, 67.81, 1.62, 6.13e-05},
-        {4194304, 0, 23.65, 340.3, 1.62, 6.13e-05}
+        {8, 0, 0.5469, 0.2704, 0.3706, 0.002639, 0},
+        {16, 0, 0.5636, 0.2893, 0.3706, 0.002639, 0},
+        {64, 0.0129, 0.4737, 0.2793, 0.4173, 0.0002991, 0},
+        {256, 0, 0.4673, 0.3406, 0.4173, 0.0002991, 0},
+        {1024, 0, 0.4552, 0.3549, 0.5386, 8.482e-05, 0},
+        {4096, 0, 0.7357, 0.5509, 0.2023, 8.482e-05, 0},
+        {4097, 0.275, 0.6222, 1.814, 1.588, 6.194e-05, 0},
+        {16384, 0, 0.5933, 2.508, 1.62, 6.13e-05, 0},
+        {65536, 0, 0.6118, 5.345, 1.62, 6.13e-05, 0},
+        {262144, 0, 0.537, 16.54, 1.62, 6.13e-05, 0},
+        {1048576, 0, 1.281, 67.81, 1.62, 6.13e-05, 0},
+        {4194304, 0, 23.65, 340.3, 1.62, 6.13e-05, 0}
     },
     1
 };
 
 static const MPIDI_PART_loggp_t builtin_rdma_tcp = {
     11, "rdma-net", {
-        {8, 0, 5.005, 3.386, 5.294, 0.0001041},
-        {16, 0, 5.047, 3.348, 5.294, 0.0001041},
-        {64, 0, 5.043, 3.383, 5.434, 9.076e-05},
-        {256, 0, 5.787, 1.818, 5.434, 9.076e-05},
-        {1024, 0, 5.979, 3.04, 5.434, 9.076e-05},
-        {4096, 0, 6.145, 3.071, 5.434, 9.076e-05},
-        {16384, 0, 6.803, 6.568, 5.434, 9.076e-05},
-        {65536, 0, 10.51, 9.122, 5.434, 9.076e-05},
-        {262144, 0, 32.37, 18.08, 4.717, 0.0001041},
-        {1048576, 0, 156.7, 71.19, 0, 0.0001543},
-        {4194304, 0, 712.9, 1667, 0, 0.0001858}
+        {8, 0, 5.005, 3.386, 5.294, 0.0001041, 0},
+        {16, 0, 5.047, 3.348, 5.294, 0.0001041, 0},
+        {64, 0, 5.043, 3.383, 5.434, 9.076e-05, 0},
+        {256, 0, 5.787, 1.818, 5.434, 9.076e-05, 0},
+        {1024, 0, 5.979, 3.04, 5.434, 9.076e-05, 0},
+        {4096, 0, 6.145, 3.071, 5.434, 9.076e-05, 0},
+        {16384, 0, 6.803, 6.568, 5.434, 9.076e-05, 0},
+        {65536, 0, 10.51, 9.122, 5.434, 9.076e-05, 0},
+        {262144, 0, 32.37, 18.08, 4.717, 0.0001041, 0},
+        {1048576, 0, 156.7, 71.19, 0, 0.0001543, 0},
+        {4194304, 0, 712.9, 1667, 0, 0.0001858, 0}
     },
     0
 };
@@ -227,6 +236,7 @@ void MPIDI_PART_loggp_at(const MPIDI_PART_loggp_t * t, int64_t bytes,
     out->o_s = a->o_s + f * (b->o_s - a->o_s);
     out->o_r = a->o_r + f * (b->o_r - a->o_r);
     out->g = a->g + f * (b->g - a->g);
+    out->S = a->S + f * (b->S - a->S);
 }
 
 /* ---- the parser ------------------------------------------------------------------------- */
@@ -295,12 +305,14 @@ static int header_before(const char *text, const char *limit, const char *name)
     return 0;
 }
 
-/* A segment line: MPIDI_PART_LOGGP_OK or the error. */
-static int parse_segment(const char *p, const char *end, MPIDI_PART_loggp_seg_t * s)
+/* A segment line: MPIDI_PART_LOGGP_OK or the error; *cols gets its count of numbers (6 or
+ * 7: S is optional). */
+static int parse_segment(const char *p, const char *end, MPIDI_PART_loggp_seg_t * s, int *cols)
 {
-    double v[5];
+    double v[6] = { 0 };
     const char *q = token_end(&p, end);
     char *stop;
+    int i;
     if (p < end && *p == '-')
         return MPIDI_PART_LOGGP_EVALUE;
     errno = 0;
@@ -309,11 +321,14 @@ static int parse_segment(const char *p, const char *end, MPIDI_PART_loggp_seg_t 
         return MPIDI_PART_LOGGP_ESYNTAX;
     if (errno == ERANGE)
         return MPIDI_PART_LOGGP_EVALUE;
-    for (int i = 0; i < 5; i++) {
+    for (i = 0; i < 6; i++) {
         p = q;
         q = token_end(&p, end);
-        if (q == p)
+        if (q == p) {
+            if (i == 5)
+                break;          /* no S */
             return MPIDI_PART_LOGGP_ESYNTAX;
+        }
         v[i] = strtod(p, &stop);
         if (stop != q)
             return MPIDI_PART_LOGGP_ESYNTAX;
@@ -328,6 +343,8 @@ static int parse_segment(const char *p, const char *end, MPIDI_PART_loggp_seg_t 
     s->o_r = v[2];
     s->g = v[3];
     s->G = v[4];
+    s->S = v[5];
+    *cols = i + 1;
     return MPIDI_PART_LOGGP_OK;
 }
 
@@ -338,6 +355,7 @@ int MPIDI_PART_loggp_parse(const char *text, const char *transport, MPIDI_PART_l
     int lineno = 0, sel_line = 0;
     int in_sel = want_first, found = want_first, sel_done = 0;
     int32_t nsegs = 0;          /* segments of the current table */
+    int cols = 0;               /* numbers per line in the current table (6 or 7) */
     int64_t last_bytes = -1;
     char name[MPIDI_PART_LOGGP_NAME_MAX];
 
@@ -364,16 +382,21 @@ int MPIDI_PART_loggp_parse(const char *text, const char *transport, MPIDI_PART_l
                     memcpy(out->name, name, sizeof(name));
                 }
                 nsegs = 0;
+                cols = 0;
                 last_bytes = -1;
             }
         } else {
             MPIDI_PART_loggp_seg_t s;
-            rc = parse_segment(p, cend, &s);
-            if (rc == MPIDI_PART_LOGGP_OK && s.min_bytes <= last_bytes)
+            int c = 0;
+            rc = parse_segment(p, cend, &s, &c);
+            if (rc == MPIDI_PART_LOGGP_OK && nsegs > 0 && c != cols)
+                rc = MPIDI_PART_LOGGP_ESYNTAX;  /* S on some lines of a table only */
+            else if (rc == MPIDI_PART_LOGGP_OK && s.min_bytes <= last_bytes)
                 rc = MPIDI_PART_LOGGP_EORDER;
             else if (rc == MPIDI_PART_LOGGP_OK && nsegs == MPIDI_PART_LOGGP_MAX_SEGS)
                 rc = MPIDI_PART_LOGGP_ETOOMANY;
             if (rc == MPIDI_PART_LOGGP_OK) {
+                cols = c;
                 last_bytes = s.min_bytes;
                 if (in_sel)
                     out->seg[out->nsegs++] = s;
@@ -442,7 +465,8 @@ const char *MPIDI_PART_loggp_strerror(int code)
         case MPIDI_PART_LOGGP_OK:
             return "no error";
         case MPIDI_PART_LOGGP_ESYNTAX:
-            return "not six numbers, not a number, or a bad header line";
+            return "not six or seven numbers (seven on all of a table's lines or on none), "
+                "not a number, or a bad header line";
         case MPIDI_PART_LOGGP_EVALUE:
             return "a NaN, infinite or negative value";
         case MPIDI_PART_LOGGP_EORDER:
@@ -522,6 +546,17 @@ static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int on_node, int64_
             c *= MPIDI_PART_OBS_RNDV_FACTOR_ON_NODE;
     }
     return c;
+}
+
+/* Whether the sender moves a message of x bytes itself (P its parameters): past the
+ * rendezvous switch, when the sender's unhidden time S covers at least half the transfer
+ * G(x-1) (UCX over TCP: the data goes in the sender's progress; over shared memory the
+ * receiver copies it, S stays 0.4-1.5 us). Then the observed timeline counts the transfer
+ * once, as G(x-1), not also in o_s and o_r, which the blocking ping-pong measured with it
+ * inside; and the message's S holds up the sending threads (predict_obs). */
+static int sender_moves(const MPIDI_PART_loggp_seg_t * P, int64_t eager, double x)
+{
+    return eager > 0 && x > (double) eager && P->S > 0 && 2 * P->S >= per_byte(P, x);
 }
 
 /* The timeline after the messages added so far (the recurrences of the top comment). */
@@ -750,11 +785,18 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, int64_t eager,
     qsort(msgs, T, sizeof(*msgs), obs_cmp);
     train_t s = { 0 };
     MPIDI_PART_loggp_seg_t P;
+    double held = 0.0;          /* the sending threads' time in the sends so far */
     for (int32_t i = 0; i < T; i++) {
         /* the table's rows read as measured points (sizes the program sends, not a grid) */
         MPIDI_PART_loggp_at(t, (int64_t) msgs[i].bytes, &P);
-        train_add_seg(&s, &P, 1, msgs[i].bytes, msgs[i].r, 0);
         cost += obs_msg_cost(&P, t->on_node, eager, msg_cost_us, msgs[i].bytes);
+        if (sender_moves(&P, eager, msgs[i].bytes)) {
+            const double tr = per_byte(&P, msgs[i].bytes);
+            P.o_s = dmax(P.o_s - tr, 0);
+            P.o_r = dmax(P.o_r - tr, 0);
+        }
+        train_add_seg(&s, &P, 1, msgs[i].bytes, msgs[i].r + held, 0);
+        held += P.S;
     }
     return s.done + cost;
 }

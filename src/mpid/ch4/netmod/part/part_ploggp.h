@@ -15,6 +15,9 @@
  *     65536 1.50 3.00 3.00 0.50 1.0e-4
  *     ^bytes L    o_s  o_r  g    G
  *
+ * A seventh number, S (the sender's time per message that computation does not hide), is
+ * optional; a table gives it on all of its lines or on none (0 then).
+ *
  * A segment applies from its min_bytes up to the next segment's; sizes below the first
  * segment use the first. tools/part-calibrate writes such files.
  */
@@ -37,6 +40,10 @@ typedef struct MPIDI_PART_loggp_seg {
     double o_r;                 /* receiver overhead per message */
     double g;                   /* gap between consecutive messages */
     double G;                   /* gap per byte (us/byte) */
+    double S;                   /* the sender's time per message that computation does not
+                                 * hide: its MPI_Isend call and what MPI_Wait still takes after
+                                 * a long gap (a rendezvous the sender's progress must move); 0
+                                 * when the table does not give it (a 6-column file) */
 } MPIDI_PART_loggp_seg_t;
 
 typedef struct MPIDI_PART_loggp {
@@ -63,7 +70,7 @@ const MPIDI_PART_loggp_seg_t *MPIDI_PART_loggp_lookup(const MPIDI_PART_loggp_t *
                                                       int64_t bytes);
 
 /* The parameters the observed chooser uses for a message of `bytes` bytes (*out; its
- * min_bytes is bytes): the rows read as measured points, L, o_s, o_r and g linear between
+ * min_bytes is bytes): the rows read as measured points, L, o_s, o_r, g and S linear between
  * the two around `bytes` (G the lower row's); below the first row the first, above the last
  * the last (nothing extrapolated). A protocol step located to the byte is two rows one byte
  * apart, so nothing is smoothed across it. */
@@ -84,7 +91,8 @@ int64_t MPIDI_PART_loggp_step_limit(const MPIDI_PART_loggp_t * t, double factor)
 
 /* Return codes of the parser. */
 #define MPIDI_PART_LOGGP_OK        0
-#define MPIDI_PART_LOGGP_ESYNTAX   1    /* not 6 numbers, not a number, bad header line */
+#define MPIDI_PART_LOGGP_ESYNTAX   1    /* not 6 or 7 numbers (or 7 on some lines of a table
+                                         * and 6 on others), not a number, bad header line */
 #define MPIDI_PART_LOGGP_EVALUE    2    /* NaN, infinite or negative value */
 #define MPIDI_PART_LOGGP_EORDER    3    /* min_bytes not strictly increasing in a table */
 #define MPIDI_PART_LOGGP_ETOOMANY  4    /* more than MPIDI_PART_LOGGP_MAX_SEGS segments */
@@ -194,7 +202,10 @@ void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double
  * message's parameters are MPIDI_PART_loggp_at's (the a-priori choosers above use the
  * segments); msg_cost >= 0: c per message, < 0: o_s + o_r, less 2 G (b - 1) past the
  * table's rendezvous switch (MPIDI_PART_loggp_eager_limit; why: part_ploggp.c,
- * obs_msg_cost). Negative for invalid input. */
+ * obs_msg_cost). Each message's S delays the ready times of the messages after it; where
+ * the sender moves a message (past the switch, 2 S >= G (b - 1)), its o_s and o_r lose
+ * G (b - 1), the transfer the timeline has in G (part_ploggp.c, sender_moves). Negative
+ * for invalid input. */
 double MPIDI_PART_ploggp_predict_observed(const MPIDI_PART_loggp_t * t,
                                           const MPIDI_PART_problem_t * pb, const double *ready,
                                           double msg_cost, int32_t k);
