@@ -83,17 +83,17 @@ MPIDI_PART_loggp_seg_t at(const MPIDI_PART_loggp_t &t, double x)
     return P;
 }
 
-// Whether x bytes are past the table's rendezvous switch (two rows one byte apart, the
-// second with at least twice the o_s + o_r; the first such pair)
-bool past_switch(const MPIDI_PART_loggp_t &t, double x)
+// The table's rendezvous switch: the lower of two rows one byte apart, the second with at
+// least twice the o_s + o_r (the first such pair); -1 when there is none
+double switch_at(const MPIDI_PART_loggp_t &t)
 {
     for (int32_t i = 0; i + 1 < t.nsegs; ++i) {
         const MPIDI_PART_loggp_seg_t &a = t.seg[i], &b = t.seg[i + 1];
         if (b.min_bytes == a.min_bytes + 1 && b.o_s + b.o_r >= 2 * (a.o_s + a.o_r) &&
             b.o_s + b.o_r > 0)
-            return x > (double) a.min_bytes;
+            return (double) a.min_bytes;
     }
-    return false;
+    return -1;
 }
 
 // The observed chooser's default c: o_s + o_r at x, and past a rendezvous switch (two rows
@@ -140,9 +140,11 @@ double observed_reference(const MPIDI_PART_loggp_t &t, const MPIDI_PART_problem_
         const double r = msg[m].first + held;
         MPIDI_PART_loggp_seg_t P = at(t, (double) (int64_t) b);
         held += P.S;
-        // the sender moves it (past the switch, S at least half the transfer): the transfer
-        // counts once, in G, not also in o_s and o_r
-        if (past_switch(t, b) && P.S > 0 && 2 * P.S >= Gx(&P, b)) {
+        // the sender moves it (past the switch, S beyond the largest eager message's at
+        // least half the transfer): the transfer counts once, in G, not also in o_s and o_r
+        const double sw = switch_at(t);
+        const double Se = sw > 0 ? at(t, sw).S : 0;
+        if (sw > 0 && b > sw && P.S > Se && 2 * (P.S - Se) >= Gx(&P, b)) {
             P.o_s = std::max(0.0, P.o_s - Gx(&P, b));
             P.o_r = std::max(0.0, P.o_r - Gx(&P, b));
         }
@@ -969,6 +971,31 @@ TEST(PloggpObserved, TheSendersUnhiddenTimeHoldsUpLaterMessages)
                 simulate(t, {2048.0}, {0.0}), 1e-12);
 }
 
+TEST(PloggpObserved, TimesWithTheObservedSendsInAreNotChargedSAgain)
+{
+    // with sent == NULL (the receiver watched arrivals) the ready times keep the observed
+    // layout's sends: S on top would count them twice. One segment, no switch; S = 40 us
+    MPIDI_PART_loggp_t t = one_seg(1.0, 0.5, 0.5, 0.2, 1e-3), t0 = t;
+    t.seg[0].S = 40.0;
+    const MPIDI_PART_problem_t pb{8 * 1024, 8, 8};
+    const std::vector<double> ready{0, 3, 6, 9, 200, 203, 206, 209};
+    const std::vector<double> none(8, 0.0);
+    double p_null = 0, p_noS = 0, p_zero = 0;
+    const int32_t k_null = MPIDI_PART_ploggp_choose_observed(&t, &pb, ready.data(), nullptr,
+                                                             1e9, 0, &p_null, nullptr);
+    const int32_t k_noS = MPIDI_PART_ploggp_choose_observed(&t0, &pb, ready.data(), nullptr,
+                                                            1e9, 0, &p_noS, nullptr);
+    EXPECT_EQ(k_null, k_noS);
+    EXPECT_DOUBLE_EQ(p_null, p_noS);
+    // sends taken out (all 0 here): each candidate message's S is charged back, and the
+    // 200 us gap no longer pays for a second message (S 40 > what it saves)
+    const int32_t k_zero = MPIDI_PART_ploggp_choose_observed(&t, &pb, ready.data(),
+                                                             none.data(), 1e9, 0, &p_zero,
+                                                             nullptr);
+    EXPECT_GE(p_zero, p_noS);
+    EXPECT_GE(k_zero, k_noS);
+}
+
 TEST(PloggpObserved, ReadiedTogetherMergesSmallMessages)
 {
     // 128 partitions of 64 B readied in one burst: one wire message on shm, and over TCP
@@ -1080,8 +1107,14 @@ TEST(PloggpObserved, PastTheRendezvousSwitchTheCostIsTheHandshake)
     EXPECT_NEAR(done_once, simulate(*kTcp, {(double) (1 << 20)}, {0.0}) - 2 * tr, 1e-6);
     EXPECT_NEAR(MPIDI_PART_ploggp_predict_observed(kTcp, &one, &r0, -1, 1),
                 done_once + R->o_s + R->o_r - 2 * tr, 1e-9 * done);
-    // on shared memory the receiver copies (S 1.2 us): o_s and o_r keep the transfer
-    EXPECT_LT(2 * P->S, P->G * ((1 << 20) - 1));
+    // on shared memory the receiver copies (S 1.2 us at 1 MiB, 1.0 at 16 KiB, 0.8 at the
+    // eager limit): o_s and o_r keep the transfer, at 16 KiB too, where S alone (the calls'
+    // fixed cost) exceeds half of its 1.6 us
+    const MPIDI_PART_loggp_seg_t *P16 = MPIDI_PART_loggp_lookup(kShm, 16384);
+    EXPECT_GE(2 * P16->S, P16->G * 16383);
+    const MPIDI_PART_problem_t mid{16384, 1, 1};
+    EXPECT_NEAR(MPIDI_PART_ploggp_predict_observed(kShm, &mid, &r0, 0, 1),
+                simulate(*kShm, {16384.0}, {0.0}), 1e-9);
     // the a-priori model keeps the whole o_s + o_r (it sizes the timer's groups on RDMA)
     const MPIDI_PART_model_t m = model(0);
     EXPECT_NEAR(MPIDI_PART_ploggp_predict(kShm, &m, &one, 1), done + P->o_s + P->o_r,
@@ -1260,13 +1293,17 @@ std::vector<double> threads_timeline(const int order[4], double gap, int late_th
 
 int32_t choose_multi(const MPIDI_PART_loggp_t *t, const MPIDI_PART_problem_t &pb,
                      const std::vector<std::vector<double>> &samples, double tau,
-                     double *pred = nullptr, int32_t *nb = nullptr)
+                     double *pred = nullptr, int32_t *nb = nullptr, bool sends_out = false)
 {
     std::vector<double> all;
     for (const auto &s : samples)
         all.insert(all.end(), s.begin(), s.end());
+    // sends_out: sent[] all 0 (the times are without sends: S is charged, as
+    // MPIDI_PART_ploggp_predict_observed does); else NULL (the times hold them: no S)
+    const std::vector<double> zero(all.size(), 0.0);
     return MPIDI_PART_ploggp_choose_observed_multi(t, &pb, (int32_t) samples.size(), all.data(),
-                                                   nullptr, tau, 0, pred, nb);
+                                                   sends_out ? zero.data() : nullptr, tau, 0,
+                                                   pred, nb);
 }
 
 }  // namespace
@@ -1317,8 +1354,9 @@ TEST(PloggpObservedMulti, TheMedianOfThePredictionsDecides)
         for (double &x : all)
             x = u(rng);
         double pred = 0;
+        const std::vector<double> zero(all.size(), 0.0);  // sends out: S charged, as below
         const int32_t k = MPIDI_PART_ploggp_choose_observed_multi(kShm, &pb, nobs, all.data(),
-                                                                  nullptr, 2.14e6, 0, &pred,
+                                                                  zero.data(), 2.14e6, 0, &pred,
                                                                   nullptr);
         int32_t best_k = 0;
         double best = 0;
@@ -1373,7 +1411,7 @@ TEST(PloggpObservedMulti, EvenCountTakesTheMeanOfTheMiddleTwo)
     const auto a = threads_timeline(order_a, 5.0, 1, 30.0);
     const auto b = threads_timeline(order_b, 12.0);
     double pred = 0;
-    const int32_t k = choose_multi(kShm, pb, {a, b}, 2.14e6, &pred);
+    const int32_t k = choose_multi(kShm, pb, {a, b}, 2.14e6, &pred, nullptr, true);
     // brute force over the chooser's candidates: the lowest mean of the two predictions,
     // the first one (fewest messages) among equals
     int32_t best_k = 0;

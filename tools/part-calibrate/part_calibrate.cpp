@@ -17,8 +17,8 @@
 //             is hidden (a shared-memory rendezvous: 0.4-1.5 us up to 4 MiB); what waits for
 //             the sender's progress is not (UCX over TCP: the whole rendezvous, ~65 us at
 //             8 KiB, ~210 us at 1 MiB). The observed chooser charges it to the sending threads.
-// The file gets one segment per measured size (min_bytes = s, its own L, o_s, o_r, and the
-// g, G of the fitted piece that holds s), so a lookup finds the nearest measured size below.
+// The file gets one segment per measured size (min_bytes = s, its own L, o_s, o_r, the g, G
+// of the fitted piece that holds s, and S with MPI messages), so a lookup finds the nearest measured size below.
 // Where o_s + o_r steps up between two listed sizes (a protocol switch), the step is
 // located by bisection and the sizes on either side of it added (refine_switches; -R turns
 // this off).

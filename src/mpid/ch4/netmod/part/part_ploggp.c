@@ -548,15 +548,19 @@ static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int on_node, int64_
     return c;
 }
 
-/* Whether the sender moves a message of x bytes itself (P its parameters): past the
- * rendezvous switch, when the sender's unhidden time S covers at least half the transfer
- * G(x-1) (UCX over TCP: the data goes in the sender's progress; over shared memory the
- * receiver copies it, S stays 0.4-1.5 us). Then the observed timeline counts the transfer
- * once, as G(x-1), not also in o_s and o_r, which the blocking ping-pong measured with it
- * inside; and the message's S holds up the sending threads (predict_obs). */
-static int sender_moves(const MPIDI_PART_loggp_seg_t * P, int64_t eager, double x)
+/* Whether the sender moves a message of x bytes itself (P its parameters, S_eager the S of
+ * the largest eager message: the calls' fixed cost): past the rendezvous switch, when the
+ * sender's unhidden time beyond that, S - S_eager, covers at least half the transfer
+ * G(x-1) (UCX over TCP: the data goes in the sender's progress, S 67.5 us at 8 KiB against
+ * 6 us eager; over shared memory the receiver copies it, S 0.8-1.5 us from 8 KiB to 4 MiB
+ * against 0.8 us eager). Then the observed timeline counts the transfer once, as G(x-1),
+ * not also in o_s and o_r, which the blocking ping-pong measured with it inside
+ * (predict_obs). */
+static int sender_moves(const MPIDI_PART_loggp_seg_t * P, int64_t eager, double S_eager,
+                        double x)
 {
-    return eager > 0 && x > (double) eager && P->S > 0 && 2 * P->S >= per_byte(P, x);
+    return eager > 0 && x > (double) eager && 2 * (P->S - S_eager) >= per_byte(P, x) &&
+        P->S > S_eager;
 }
 
 /* The timeline after the messages added so far (the recurrences of the top comment). */
@@ -760,10 +764,12 @@ static int obs_valid(const MPIDI_PART_loggp_t * t, const MPIDI_PART_problem_t * 
 }
 
 /* The prediction for merge factor k, msgs: room for ceil(n/k) entries; eager:
- * MPIDI_PART_loggp_eager_limit(t), taken once by the caller. */
+ * MPIDI_PART_loggp_eager_limit(t), taken once by the caller. held_by_S: the ready times are
+ * without the observed sends (MPIDI_PART_ploggp_adjust_ready with sent[]), so each
+ * candidate message's S is charged back; 0 when they still hold the observed sends. */
 static double predict_obs(const MPIDI_PART_loggp_t * t, int64_t eager,
                           const MPIDI_PART_problem_t * pb, const double *ready,
-                          double msg_cost_us, int32_t k, obs_msg_t * msgs)
+                          double msg_cost_us, int32_t k, obs_msg_t * msgs, int held_by_S)
 {
     const int32_t n = pb->ngcd;
     const int32_t T = (int32_t) (((int64_t) n + k - 1) / k);
@@ -784,19 +790,22 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, int64_t eager,
     }
     qsort(msgs, T, sizeof(*msgs), obs_cmp);
     train_t s = { 0 };
-    MPIDI_PART_loggp_seg_t P;
+    MPIDI_PART_loggp_seg_t P, E;
     double held = 0.0;          /* the sending threads' time in the sends so far */
+    if (eager > 0)
+        MPIDI_PART_loggp_at(t, eager, &E);
     for (int32_t i = 0; i < T; i++) {
         /* the table's rows read as measured points (sizes the program sends, not a grid) */
         MPIDI_PART_loggp_at(t, (int64_t) msgs[i].bytes, &P);
         cost += obs_msg_cost(&P, t->on_node, eager, msg_cost_us, msgs[i].bytes);
-        if (sender_moves(&P, eager, msgs[i].bytes)) {
+        if (eager > 0 && sender_moves(&P, eager, E.S, msgs[i].bytes)) {
             const double tr = per_byte(&P, msgs[i].bytes);
             P.o_s = dmax(P.o_s - tr, 0);
             P.o_r = dmax(P.o_r - tr, 0);
         }
         train_add_seg(&s, &P, 1, msgs[i].bytes, msgs[i].r + held, 0);
-        held += P.S;
+        if (held_by_S)
+            held += P.S;
     }
     return s.done + cost;
 }
@@ -810,7 +819,8 @@ double MPIDI_PART_ploggp_predict_observed(const MPIDI_PART_loggp_t * t,
     obs_msg_t *msgs = (obs_msg_t *) malloc(sizeof(obs_msg_t) * ((pb->ngcd + k - 1) / k));
     if (msgs == NULL)
         return -1.0;
-    double x = predict_obs(t, MPIDI_PART_loggp_eager_limit(t), pb, ready, msg_cost_us, k, msgs);
+    double x = predict_obs(t, MPIDI_PART_loggp_eager_limit(t), pb, ready, msg_cost_us, k, msgs,
+                           1);
     free(msgs);
     return x;
 }
@@ -952,7 +962,8 @@ int32_t MPIDI_PART_ploggp_choose_observed_multi(const MPIDI_PART_loggp_t * t,
         /* the median of the samples' predictions (even count: the mean of the middle two),
          * so one iteration unlike the others does not decide */
         for (int32_t o = 0; o < nobs; o++)
-            x[o] = predict_obs(t, eager, pb, adj + (size_t) o * n, -1.0, (int32_t) k, msgs);
+            x[o] = predict_obs(t, eager, pb, adj + (size_t) o * n, -1.0, (int32_t) k, msgs,
+                               sent != NULL);
         qsort(x, (size_t) nobs, sizeof(double), dbl_cmp);
         keep_min(&b, (int32_t) k, nobs % 2 ? x[nobs / 2] : (x[nobs / 2 - 1] + x[nobs / 2]) / 2);
     }

@@ -202,16 +202,18 @@ void MPIDI_PART_ploggp_adjust_ready(int32_t n, const double *ready, const double
  * message's parameters are MPIDI_PART_loggp_at's (the a-priori choosers above use the
  * segments); msg_cost >= 0: c per message, < 0: o_s + o_r, less 2 G (b - 1) past the
  * table's rendezvous switch (MPIDI_PART_loggp_eager_limit; why: part_ploggp.c,
- * obs_msg_cost). Each message's S delays the ready times of the messages after it; where
- * the sender moves a message (past the switch, 2 S >= G (b - 1)), its o_s and o_r lose
- * G (b - 1), the transfer the timeline has in G (part_ploggp.c, sender_moves). Negative
- * for invalid input. */
+ * obs_msg_cost). ready[] are times without the observed sends (adjust_ready's): each
+ * message's S delays the ready times of the messages after it. Where the sender moves a
+ * message (past the switch, 2 (S - S of the eager limit) >= G (b - 1)), its o_s and o_r
+ * lose G (b - 1), the transfer the timeline has in G (part_ploggp.c, sender_moves).
+ * Negative for invalid input. */
 double MPIDI_PART_ploggp_predict_observed(const MPIDI_PART_loggp_t * t,
                                           const MPIDI_PART_problem_t * pb, const double *ready,
                                           double msg_cost, int32_t k);
 
 /* The candidate with the lowest MPIDI_PART_ploggp_predict_observed of the adjusted times
- * (MPIDI_PART_ploggp_adjust_ready; ties: fewer messages,
+ * (MPIDI_PART_ploggp_adjust_ready; with sent == NULL the times keep the observed sends and
+ * no S is charged on top; ties: fewer messages,
  * then the larger k); 1 when no neighbours may be merged (the smallest k within max_msgs
  * when no candidate is); 0 on invalid input. *pred
  * (optional) gets the prediction, *boundaries (optional) the number of kept boundaries. */
