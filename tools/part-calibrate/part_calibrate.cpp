@@ -18,7 +18,8 @@
 //             the sender's progress is not (UCX over TCP: the whole rendezvous, ~65 us at
 //             8 KiB, ~210 us at 1 MiB). The observed chooser charges it to the sending threads.
 // The file gets one segment per measured size (min_bytes = s, its own L, o_s, o_r, the g, G
-// of the fitted piece that holds s, and S with MPI messages), so a lookup finds the nearest measured size below.
+// of the fitted piece that holds s, and S with MPI messages), so a lookup finds the nearest
+// measured size below.
 // Where o_s + o_r steps up between two listed sizes (a protocol switch), the step is
 // located by bisection and the sizes on either side of it added (refine_switches; -R turns
 // this off).
@@ -155,15 +156,24 @@ double client_round(int n, double d, int64_t s)
     return now_us() - t0;
 }
 
-// Client: median PRTT(n,d,s). est: a guess of one round's time, for the warm-up (between 3
-// and 200 rounds, about opt.warm_us). With server_wait > 0 the server times its receives and
-// sends the median receive time back; it is returned in *o_r.
-double prtt(const Options & opt, int n, double d, int64_t s, double est,
-            double server_wait = 0, double *o_r = nullptr)
+// Client: tells the server the next phase (rounds of n messages of s bytes) and returns it.
+// est: a guess of one round's time, for the warm-up (between 3 and 200 rounds, about
+// opt.warm_us), then opt.reps measured rounds.
+Ctrl start_phase(const Options & opt, int n, int64_t s, double server_wait, double est)
 {
     const int warmup = (int) std::clamp(opt.warm_us / std::max(est, 0.01), 3.0, 200.0);
     Ctrl c{CMD_RUN, n, warmup + opt.reps, warmup, s, server_wait};
     MPI_Send(&c, sizeof c, MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
+    return c;
+}
+
+// Client: median PRTT(n,d,s) (est: start_phase's). With server_wait > 0 the server times
+// its receives and sends the median receive time back; it is returned in *o_r.
+double prtt(const Options & opt, int n, double d, int64_t s, double est,
+            double server_wait = 0, double *o_r = nullptr)
+{
+    const Ctrl c = start_phase(opt, n, s, server_wait, est);
+    const int warmup = c.warmup;
     std::vector<double> t;
     for (int r = 0; r < c.rounds; ++r) {
         const double x = client_round(n, d, s);
@@ -210,9 +220,8 @@ double unhidden(const Options & opt, int64_t s, double gap)
 {
     if (!link->times_unhidden())
         return 0;
-    const int warmup = (int) std::clamp(opt.warm_us / std::max(3 * gap / 2, 0.01), 3.0, 200.0);
-    Ctrl c{CMD_RUN, 1, warmup + opt.reps, warmup, s, 0};
-    MPI_Send(&c, sizeof c, MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
+    const Ctrl c = start_phase(opt, 1, s, 0, 3 * gap / 2);
+    const int warmup = c.warmup;
     std::vector<double> t;
     for (int r = 0; r < c.rounds; ++r) {
         const double x = link->unhidden_send(s, gap);

@@ -162,17 +162,26 @@ static void lrecv(link_t * l, void *buf, int64_t bytes, int tag)
                                  MPI_STATUS_IGNORE, &errflag);
 }
 
-/* Client: median PRTT(n,d,s); est guesses one round (warm-up of 3-200 rounds). With
- * server_wait > 0 the server's median receive time comes back in *o_r. */
-static double prtt(link_t * l, int n, double d, int64_t s, double est, double server_wait,
-                   double *o_r)
+/* Client: tells the server the next phase (rounds of n messages of s bytes) and returns it:
+ * a warm-up of 3-200 rounds, about warm_us at est (a guess of one round's time) per round,
+ * then CAL_REPS measured rounds. */
+static ctrl_t start_phase(link_t * l, int n, int64_t s, double server_wait, double est)
 {
-    double t[CAL_REPS], res = 0;
     double w = l->warm_us / (est > 0.01 ? est : 0.01);
     ctrl_t c = {.cmd = CMD_RUN,.n = n,.bytes = s,.wait_us = server_wait };
     c.warmup = w < 3 ? 3 : (w > 200 ? 200 : (int32_t) w);
     c.rounds = c.warmup + CAL_REPS;
     lsend(l, &c, sizeof(c), TAG_CTRL);
+    return c;
+}
+
+/* Client: median PRTT(n,d,s); est guesses one round. With server_wait > 0 the server's
+ * median receive time comes back in *o_r. */
+static double prtt(link_t * l, int n, double d, int64_t s, double est, double server_wait,
+                   double *o_r)
+{
+    double t[CAL_REPS], res = 0;
+    ctrl_t c = start_phase(l, n, s, server_wait, est);
     for (int r = 0; r < c.rounds && l->mpi_errno == MPI_SUCCESS; r++) {
         double t0 = now_us();
         for (int i = 0; i < n; i++) {
@@ -223,11 +232,7 @@ static void server(link_t * l)
 static double unhidden(link_t * l, int64_t s, double gap, double est)
 {
     double t[CAL_REPS];
-    double w = l->warm_us / (est > 0.01 ? est : 0.01);
-    ctrl_t c = {.cmd = CMD_RUN,.n = 1,.bytes = s };
-    c.warmup = w < 3 ? 3 : (w > 200 ? 200 : (int32_t) w);
-    c.rounds = c.warmup + CAL_REPS;
-    lsend(l, &c, sizeof(c), TAG_CTRL);
+    ctrl_t c = start_phase(l, 1, s, 0, est);
     for (int r = 0; r < c.rounds && l->mpi_errno == MPI_SUCCESS; r++) {
         MPIR_Errflag_t errflag = MPIR_ERR_NONE;
         MPIR_Request *req = NULL;

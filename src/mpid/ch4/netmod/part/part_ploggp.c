@@ -559,8 +559,8 @@ static double obs_msg_cost(const MPIDI_PART_loggp_seg_t * P, int on_node, int64_
 static int sender_moves(const MPIDI_PART_loggp_seg_t * P, int64_t eager, double S_eager,
                         double x)
 {
-    return eager > 0 && x > (double) eager && 2 * (P->S - S_eager) >= per_byte(P, x) &&
-        P->S > S_eager;
+    return eager > 0 && x > (double) eager && P->S > S_eager &&
+        2 * (P->S - S_eager) >= per_byte(P, x);
 }
 
 /* The timeline after the messages added so far (the recurrences of the top comment). */
@@ -790,15 +790,18 @@ static double predict_obs(const MPIDI_PART_loggp_t * t, int64_t eager,
     }
     qsort(msgs, T, sizeof(*msgs), obs_cmp);
     train_t s = { 0 };
-    MPIDI_PART_loggp_seg_t P, E;
+    MPIDI_PART_loggp_seg_t P;
     double held = 0.0;          /* the sending threads' time in the sends so far */
-    if (eager > 0)
-        MPIDI_PART_loggp_at(t, eager, &E);
+    double S_eager = 0.0;       /* the largest eager message's S: the calls' fixed cost */
+    if (eager > 0) {
+        MPIDI_PART_loggp_at(t, eager, &P);
+        S_eager = P.S;
+    }
     for (int32_t i = 0; i < T; i++) {
         /* the table's rows read as measured points (sizes the program sends, not a grid) */
         MPIDI_PART_loggp_at(t, (int64_t) msgs[i].bytes, &P);
         cost += obs_msg_cost(&P, t->on_node, eager, msg_cost_us, msgs[i].bytes);
-        if (eager > 0 && sender_moves(&P, eager, E.S, msgs[i].bytes)) {
+        if (sender_moves(&P, eager, S_eager, msgs[i].bytes)) {
             const double tr = per_byte(&P, msgs[i].bytes);
             P.o_s = dmax(P.o_s - tr, 0);
             P.o_r = dmax(P.o_r - tr, 0);
