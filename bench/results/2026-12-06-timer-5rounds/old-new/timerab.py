@@ -1,33 +1,31 @@
 #!/usr/bin/env python3
-# timerab.py new:DIRS old:DIRS: the timer target per point from bench/run.sh results.csv files (ab-rdma-* rows),
-# median over all rounds of each library: pb ratio none/timer of means and of median tails, rounds; met = >= 0.95 with writes >= 2
-import csv,collections,statistics,sys,glob
-# usage: timerab.py 'new:results-new*.csv' 'old:results-old*.csv' (or run directories)
-data={}
+# timerab.py LIB=CSV... [LIB=CSV...]: the timer target table of bench/report_aggr.py
+# (ab_section: per point the median over rounds of none/timer perceived bandwidth, median
+# tails and writes) for each library, its runs' rounds pooled: the CSVs given for a library
+# are joined into one, each file's rounds renumbered so that they stay apart.
+# Usage: python3 timerab.py new=results-new1.csv,results-new2.csv,... old=results-old1.csv,...
+import csv
+import os
+import sys
+import tempfile
+
+top = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../../.."))
+sys.path.insert(0, os.path.join(top, "bench"))
+import report           # noqa: E402  (human)
+import report_aggr      # noqa: E402  (ab_section)
+
 for arg in sys.argv[1:]:
-    lib,pat=arg.split(':',1)
-    pts=collections.defaultdict(lambda: {'mean':[], 'tail':[], 'wr':[]})
-    for f in sorted(glob.glob(pat if pat.endswith('.csv') else pat + '/results.csv')):
-        rows=collections.defaultdict(dict)
-        for r in csv.DictReader(open(f)):
-            if r['config'].startswith('ab-rdma'):
-                rows[(r['config'],r['bytes'],r['noise_pct'],r['round'])][r['variant']]=r
-        for (c,b,n,rd),v in rows.items():
-            a,t=v['part:none'],v['part:timer']
-            k=(c,int(b),n)
-            pts[k]['mean'].append(float(a['pb_mean_us'])/float(t['pb_mean_us']))
-            pts[k]['tail'].append(float(a['pb_median_us'])/float(t['pb_median_us']))
-            pts[k]['wr'].append(float(a['wire_sent_per_iter'])/float(t['wire_sent_per_iter']))
-    data[lib]=pts
-libs=list(data)
-keys=sorted(set.intersection(*[set(d) for d in data.values()]))
-met={l:[0,0] for l in libs}
-print('point', ' | '.join('%s: mean-ratio tail-ratio (n)'%l for l in libs))
-for k in keys:
-    line=[]
-    for l in libs:
-        p=data[l][k]; m=statistics.median(p['mean']); t=statistics.median(p['tail']); w=statistics.median(p['wr'])
-        met[l][0]+= m>=0.95 and w>=2; met[l][1]+= t>=0.95 and w>=2
-        line.append('%.2f %.2f (%d)'%(m,t,len(p['mean'])))
-    print(k,' | '.join(line))
-for l in libs: print(l,'met on means %d of %d, on median tails %d of %d'%(met[l][0],len(keys),met[l][1],len(keys)))
+    lib, files = arg.split("=", 1)
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="") as out:
+        w = None
+        for i, f in enumerate(files.split(",")):
+            for r in csv.DictReader(open(f, newline="")):
+                if w is None:
+                    w = csv.DictWriter(out, fieldnames=list(r))
+                    w.writeheader()
+                r["round"] = str(100 * (i + 1) + int(r["round"]))
+                w.writerow(r)
+    table = report_aggr.ab_section(out.name, report.human)
+    os.unlink(out.name)
+    print("== %s (%s)" % (lib, files))
+    print("\n".join(l for l in table.splitlines() if l.startswith("|") or "points" in l))
