@@ -978,28 +978,21 @@ static int progress_all(void)
 
 /* A false MPI_Parrived progresses what carries the partition, not MPICH's progress hooks
  * (nonblocking collectives' schedules, the engine's own polling) nor other VCIs. Every
- * PARRIVED_FULL_EVERY-th false answer that would progress VCI v runs all of MPICH's
+ * PARRIVED_FULL_EVERY-th false answer of a thread runs all of MPICH's
  * progress instead (progress_all: every VCI and the hooks), so that a program that only
  * polls MPI_Parrived still completes its other operations, as repeated MPI_Test calls
  * would (part/part_parrived_nbc: an MPI_Ibarrier the sender waits for; stock MPICH's
  * MPI_Parrived hangs there with one VCI). It is also the tag transport's progress of every
  * VCI now and then: MPICH's per-thread count (MPIDI_do_global_progress, a TLS lookup per
- * call) is not read on that path. Counted per VCI, each count on its own cache line,
- * without a lock (relaxed: a lost count only shifts the next full progress): threads
- * polling messages on different VCIs share no line, and those on one VCI already share its
- * lock's. */
+ * call) is not read on that path. Counted per thread (initial-exec TLS, one %fs load and
+ * store): a count shared by the threads polling one VCI is a cache line that each of their
+ * false answers writes (bench/results/2026-12-06-parrived-threads). */
 #define PARRIVED_FULL_EVERY 256
-typedef struct {
-    unsigned n;
-} __attribute__ ((aligned(64))) parrived_count_t;      /* a cache line each */
-static parrived_count_t parrived_false[MPIDI_CH4_MAX_VCIS];
+static __thread unsigned parrived_false __attribute__ ((tls_model("initial-exec")));
 
-static inline int full_progress_due(int v)
+static inline int full_progress_due(void)
 {
-    unsigned *c = &parrived_false[v].n;
-    unsigned n = __atomic_load_n(c, __ATOMIC_RELAXED) + 1;
-    __atomic_store_n(c, n, __ATOMIC_RELAXED);
-    return n % PARRIVED_FULL_EVERY == 0;
+    return ++parrived_false % PARRIVED_FULL_EVERY == 0;
 }
 
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
@@ -1038,7 +1031,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
          * endpoint's queue) on the RDMA transports */
         int tag = op->tp->progress_msg == NULL;
         int v = likely(tag) ? MPIDI_PART_tag_msg_vci(op, m) : 0;
-        if (unlikely(full_progress_due(v))) {
+        if (unlikely(full_progress_due())) {
             mpi_errno = progress_all();
             done = 0;
         } else if (likely(tag)) {

@@ -662,6 +662,44 @@ static inline int MPIDI_PART_vci_progress_only(int v)
     return MPIDI_progress_test(&state, 0);
 }
 
+/* MPI_Parrived's progress of VCI v when no other thread holds v's lock. A thread that
+ * holds it is in an MPI call on v (a progress, which moves what this call would, or a
+ * send): a false MPI_Parrived then answers without waiting for the lock, so threads that
+ * poll partitions carried by one VCI do not queue on its lock one behind the other. The
+ * lock is taken as MPICH's critical-section entry takes it (owner, count), with
+ * pthread_mutex_trylock where MPICH's mutex is a plain POSIX one; elsewhere, and when MPI
+ * runs unthreaded, this is MPIDI_PART_vci_progress_only. */
+#if MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__VCI && \
+    MPL_THREAD_PACKAGE_NAME == MPL_THREAD_PACKAGE_POSIX && \
+    MPL_POSIX_MUTEX_NAME == MPL_POSIX_MUTEX_NATIVE && !defined(MPIDI_CH4_USE_WORK_QUEUES)
+#define MPIDI_PART_VCI_TRYLOCK 1
+#endif
+static inline int MPIDI_PART_vci_try_progress(int v)
+{
+#ifdef MPIDI_PART_VCI_TRYLOCK
+    if (MPIR_ThreadInfo.isThreaded && MPIDI_CH4_MT_MODEL != MPIDI_CH4_MT_LOCKLESS
+#ifdef HAVE_SIGNAL
+        && likely(MPIDI_global.sigusr1_count <= MPIDI_global.my_sigusr1_count)
+#endif
+        ) {
+        MPIDU_Thread_mutex_t *lock = &MPIDI_VCI(v).lock;
+        if (pthread_mutex_trylock(&lock->mutex) != 0)
+            return MPI_SUCCESS; /* busy: another thread is in an MPI call on v */
+        MPIR_Assert(lock->count == 0);
+        MPL_thread_self(&lock->owner);
+        lock->count = 1;
+        int mpi_errno = MPIDI_NM_progress(v, 0);
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = MPIDI_SHM_progress(v, 0);
+#endif
+        MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(v).lock);
+        return mpi_errno;
+    }
+#endif
+    return MPIDI_PART_vci_progress_only(v);
+}
+
 /* Progress VCI v without the progress hooks (the engine's own hook calls this, through
  * MPIDI_PART_vci_progress), and now and then every VCI as MPICH's per-VCI progress does
  * (MPIDI_do_global_progress, MPIR_CVAR_CH4_GLOBAL_PROGRESS: a thread that only polls one
@@ -685,14 +723,15 @@ static inline int MPIDI_PART_tag_msg_vci(MPIDI_PART_op_t * op, int m)
 }
 
 /* MPI_Parrived found a message of a tag-transport operation not done: progress the VCI v
- * that carries it (MPIDI_PART_tag_msg_vci; without MPICH's hooks and other VCIs, which
+ * that carries it unless another thread holds its lock (MPIDI_PART_tag_msg_vci,
+ * MPIDI_PART_vci_try_progress; without MPICH's hooks and other VCIs, which
  * MPI_Parrived's every-256th full progress moves), then the engine's handshake and drain work if there is
  * any, so that a thread that only polls MPI_Parrived still moves every other operation's
  * handshake and lets kept blocks take what came. Inline in MPI_Parrived (part_core.c)
  * rather than through the transport's progress_msg (a call and a second test). */
 static inline int MPIDI_PART_tag_progress_vci(int v)
 {
-    int mpi_errno = MPIDI_PART_vci_progress_only(v);
+    int mpi_errno = MPIDI_PART_vci_try_progress(v);
     int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
     if (unlikely(work) && mpi_errno == MPI_SUCCESS) {
         if (work & MPIDI_PART_WORK_HANDSHAKE)
