@@ -623,6 +623,29 @@ void MPIDI_PART_vci_all_views_locked(MPIDI_PART_op_t * op);
 void MPIDI_PART_vci_finalize(void);
 int MPIDI_PART_vci_progress(uint64_t mask);
 
+/* Whether a VCI may be progressed directly (its lock, the netmod's and shm's progress):
+ * not for a pending SIGUSR1 or the lockless model. */
+static inline int MPIDI_PART_vci_direct(void)
+{
+    return MPIDI_CH4_MT_MODEL != MPIDI_CH4_MT_LOCKLESS
+#ifdef HAVE_SIGNAL
+        && likely(MPIDI_global.sigusr1_count <= MPIDI_global.my_sigusr1_count)
+#endif
+        ;
+}
+
+/* VCI v's lock held: the netmod's progress and (in a build with it) shm's, then unlock. */
+static inline int MPIDI_PART_vci_progress_locked(int v)
+{
+    int mpi_errno = MPIDI_NM_progress(v, 0);
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_SHM_progress(v, 0);
+#endif
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(v).lock);
+    return mpi_errno;
+}
+
 /* Progress VCI v alone, without the progress hooks and without MPICH's every-so-often
  * progress of every VCI: the VCI's lock, the netmod's progress and (in a build with shared
  * memory) shm's, under that one lock. MPIDI_progress_test with a state naming v did the
@@ -631,25 +654,14 @@ int MPIDI_PART_vci_progress(uint64_t mask);
  * 1 and 32 partitions); with shared memory it would also lock the VCI twice. Each progress
  * still runs under the lock MPICH's path holds for it, and neither takes it itself.
  * MPICH's path runs instead for a pending SIGUSR1, work queues and the lockless model.
- * MPI_Parrived calls this directly: its own every-256th full progress (part_core.c) moves
- * every VCI and the hooks. */
+ * MPI_Parrived calls it through MPIDI_PART_vci_try_progress: its every-256th full progress
+ * (part_core.c) moves every VCI and the hooks. */
 static inline int MPIDI_PART_vci_progress_only(int v)
 {
 #ifndef MPIDI_CH4_USE_WORK_QUEUES
-    if (MPIDI_CH4_MT_MODEL != MPIDI_CH4_MT_LOCKLESS
-#ifdef HAVE_SIGNAL
-        && likely(MPIDI_global.sigusr1_count <= MPIDI_global.my_sigusr1_count)
-#endif
-        ) {
-        int mpi_errno;
+    if (MPIDI_PART_vci_direct()) {
         MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(v).lock);
-        mpi_errno = MPIDI_NM_progress(v, 0);
-#ifndef MPIDI_CH4_DIRECT_NETMOD
-        if (mpi_errno == MPI_SUCCESS)
-            mpi_errno = MPIDI_SHM_progress(v, 0);
-#endif
-        MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(v).lock);
-        return mpi_errno;
+        return MPIDI_PART_vci_progress_locked(v);
     }
 #endif
     MPID_Progress_state state;
@@ -677,24 +689,14 @@ static inline int MPIDI_PART_vci_progress_only(int v)
 static inline int MPIDI_PART_vci_try_progress(int v)
 {
 #ifdef MPIDI_PART_VCI_TRYLOCK
-    if (MPIR_ThreadInfo.isThreaded && MPIDI_CH4_MT_MODEL != MPIDI_CH4_MT_LOCKLESS
-#ifdef HAVE_SIGNAL
-        && likely(MPIDI_global.sigusr1_count <= MPIDI_global.my_sigusr1_count)
-#endif
-        ) {
+    if (MPIR_ThreadInfo.isThreaded && MPIDI_PART_vci_direct()) {
         MPIDU_Thread_mutex_t *lock = &MPIDI_VCI(v).lock;
         if (pthread_mutex_trylock(&lock->mutex) != 0)
             return MPI_SUCCESS; /* busy: another thread is in an MPI call on v */
         MPIR_Assert(lock->count == 0);
         MPL_thread_self(&lock->owner);
         lock->count = 1;
-        int mpi_errno = MPIDI_NM_progress(v, 0);
-#ifndef MPIDI_CH4_DIRECT_NETMOD
-        if (mpi_errno == MPI_SUCCESS)
-            mpi_errno = MPIDI_SHM_progress(v, 0);
-#endif
-        MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(v).lock);
-        return mpi_errno;
+        return MPIDI_PART_vci_progress_locked(v);
     }
 #endif
     return MPIDI_PART_vci_progress_only(v);
