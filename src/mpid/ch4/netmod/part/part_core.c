@@ -1014,8 +1014,11 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     int state = MPIDI_PART_st_get_state(&op->st);
     if (likely(state == MPIDI_PART_ST_PLANNED)) {
         int m = MPIDI_PART_st_msg_of(&op->st, partition);
-        if (MPIDI_PART_st_msg_is_done_at(&op->st, m, iter) || op->tp->test_msg(op, m, iter) ||
-            timer_arrived(op, partition)) {
+        /* the tag transport: progress_msg NULL (its progress is inline below) */
+        int tag = op->tp->progress_msg == NULL;
+        if (MPIDI_PART_st_msg_is_done_at(&op->st, m, iter) ||
+            (!(likely(tag) && MPIDI_PART_tag_msg_pending(op, m)) &&
+             op->tp->test_msg(op, m, iter)) || timer_arrived(op, partition)) {
             *flag = 1;
             if (early_pending(op))
                 mpi_errno = early_arrival(op);
@@ -1029,7 +1032,6 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
         int done;
         /* the VCI this call moves: the message's on the tag transport; VCI 0 (with the
          * endpoint's queue) on the RDMA transports */
-        int tag = op->tp->progress_msg == NULL;
         int v = likely(tag) ? MPIDI_PART_tag_msg_vci(op, m) : 0;
         if (unlikely(full_progress_due())) {
             mpi_errno = progress_all();

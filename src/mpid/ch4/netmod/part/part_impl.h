@@ -634,15 +634,14 @@ static inline int MPIDI_PART_vci_direct(void)
         ;
 }
 
-/* VCI v's lock held: the netmod's progress and (in a build with it) shm's, then unlock. */
-static inline int MPIDI_PART_vci_progress_locked(int v)
+/* VCI v's lock held: the netmod's progress and (in a build with it) shm's. */
+static inline int MPIDI_PART_vci_progress_held(int v)
 {
     int mpi_errno = MPIDI_NM_progress(v, 0);
 #ifndef MPIDI_CH4_DIRECT_NETMOD
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_SHM_progress(v, 0);
 #endif
-    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(v).lock);
     return mpi_errno;
 }
 
@@ -661,7 +660,9 @@ static inline int MPIDI_PART_vci_progress_only(int v)
 #ifndef MPIDI_CH4_USE_WORK_QUEUES
     if (MPIDI_PART_vci_direct()) {
         MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(v).lock);
-        return MPIDI_PART_vci_progress_locked(v);
+        int mpi_errno = MPIDI_PART_vci_progress_held(v);
+        MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(v).lock);
+        return mpi_errno;
     }
 #endif
     MPID_Progress_state state;
@@ -696,7 +697,13 @@ static inline int MPIDI_PART_vci_try_progress(int v)
         MPIR_Assert(lock->count == 0);
         MPL_thread_self(&lock->owner);
         lock->count = 1;
-        return MPIDI_PART_vci_progress_locked(v);
+        int mpi_errno = MPIDI_PART_vci_progress_held(v);
+        /* MPICH's exit with the count known (a nested entry has left again) */
+        MPIR_Assert(lock->count == 1);
+        lock->count = 0;
+        lock->owner = 0;
+        pthread_mutex_unlock(&lock->mutex);
+        return mpi_errno;
     }
 #endif
     return MPIDI_PART_vci_progress_only(v);
@@ -742,6 +749,20 @@ static inline int MPIDI_PART_tag_progress_vci(int v)
             mpi_errno = MPIDI_PART_tag_drain();
     }
     return mpi_errno;
+}
+
+/* MPI_Parrived's common false answer on the tag transport, without the call to the
+ * transport's test_msg: whether message m's wire receive is known not to have completed
+ * (under direct completion the user request's counter; otherwise its first piece's request
+ * posted and not complete). Read in test_msg's order (the slot, then the direct flag:
+ * part_tag.c). 0 means "ask test_msg", which also counts a completed message. */
+static inline int MPIDI_PART_tag_msg_pending(MPIDI_PART_op_t * op, int m)
+{
+    const int32_t *pfirst = op->u.tag.pfirst;
+    MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[pfirst ? pfirst[m] : m], __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&op->direct, __ATOMIC_ACQUIRE))
+        return !MPIR_cc_is_complete(&op->req->cc);
+    return r != NULL && !MPIR_Request_is_complete(r);
 }
 
 /* The communicator object message m of a tag-transport operation travels on. */
