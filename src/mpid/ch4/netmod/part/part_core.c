@@ -1014,11 +1014,17 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     int state = MPIDI_PART_st_get_state(&op->st);
     if (likely(state == MPIDI_PART_ST_PLANNED)) {
         int m = MPIDI_PART_st_msg_of(&op->st, partition);
-        /* the tag transport: progress_msg NULL (its progress is inline below) */
-        int tag = op->tp->progress_msg == NULL;
-        if (MPIDI_PART_st_msg_is_done_at(&op->st, m, iter) ||
-            (!(likely(tag) && MPIDI_PART_tag_msg_pending(op, m)) &&
-             op->tp->test_msg(op, m, iter)) || timer_arrived(op, partition)) {
+        int arrived = MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
+        /* the tag transport (progress_msg NULL: its progress is inline below) answers a
+         * pending message without its test_msg; read only past the done stamp, which a
+         * true answer stops at */
+        int tag = 0;
+        if (!arrived) {
+            tag = op->tp->progress_msg == NULL;
+            arrived = (!(likely(tag) && MPIDI_PART_tag_msg_pending(op, m)) &&
+                       op->tp->test_msg(op, m, iter)) || timer_arrived(op, partition);
+        }
+        if (arrived) {
             *flag = 1;
             if (early_pending(op))
                 mpi_errno = early_arrival(op);

@@ -751,6 +751,18 @@ static inline int MPIDI_PART_tag_progress_vci(int v)
     return mpi_errno;
 }
 
+/* Slot in wreq of tag-transport message m's first piece; *npieces gets how many it has. */
+static inline int32_t MPIDI_PART_tag_msg_slot(const MPIDI_PART_tagop_t * t, int m,
+                                              int32_t * npieces)
+{
+    if (t->pfirst == NULL) {
+        *npieces = 1;
+        return m;
+    }
+    *npieces = t->pfirst[m + 1] - t->pfirst[m];
+    return t->pfirst[m];
+}
+
 /* MPI_Parrived's common false answer on the tag transport, without the call to the
  * transport's test_msg: whether message m's wire receive is known not to have completed
  * (under direct completion the user request's counter; otherwise its first piece's request
@@ -758,8 +770,8 @@ static inline int MPIDI_PART_tag_progress_vci(int v)
  * part_tag.c). 0 means "ask test_msg", which also counts a completed message. */
 static inline int MPIDI_PART_tag_msg_pending(MPIDI_PART_op_t * op, int m)
 {
-    const int32_t *pfirst = op->u.tag.pfirst;
-    MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[pfirst ? pfirst[m] : m], __ATOMIC_ACQUIRE);
+    int32_t np, s = MPIDI_PART_tag_msg_slot(&op->u.tag, m, &np);
+    MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[s], __ATOMIC_ACQUIRE);
     if (__atomic_load_n(&op->direct, __ATOMIC_ACQUIRE))
         return !MPIR_cc_is_complete(&op->req->cc);
     return r != NULL && !MPIR_Request_is_complete(r);

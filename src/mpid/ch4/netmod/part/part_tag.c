@@ -264,17 +264,6 @@ static void split_map(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * plan)
     t->pfirst[plan->nmsgs] = slot;
 }
 
-/* Slot of message m's first piece; *npieces gets how many it has. */
-static inline int32_t msg_slot(const MPIDI_PART_tagop_t * t, int m, int32_t * npieces)
-{
-    if (t->pfirst == NULL) {
-        *npieces = 1;
-        return m;
-    }
-    *npieces = t->pfirst[m + 1] - t->pfirst[m];
-    return t->pfirst[m];
-}
-
 /* ---- wire messages ------------------------------------------------------------------- */
 
 /* The engine's wire isend/irecv: MPID_Isend / MPID_Irecv without ch4's path for a
@@ -339,7 +328,7 @@ static int test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int par
         return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     }
     /* split: done when all its pieces are */
-    int32_t np, s = msg_slot(&op->u.tag, m, &np);
+    int32_t np, s = MPIDI_PART_tag_msg_slot(&op->u.tag, m, &np);
     for (int32_t j = 0; j < np; j++) {
         MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[s + j], __ATOMIC_ACQUIRE);
         if (!r || !MPIR_Request_is_complete(r))
@@ -443,7 +432,7 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
     /* m's iteration: it cannot end before m is sent (by this call) */
     MPIDI_PART_iter_t iter = MPIDI_PART_st_iter(&op->st);
 
-    int32_t np, s = msg_slot(t, m, &np);
+    int32_t np, s = MPIDI_PART_tag_msg_slot(t, m, &np);
     MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
     if (np == 1) {
         mpi_errno = wire_isend(op->buf + first * op->part_extent, nparts * op->count,
@@ -474,7 +463,7 @@ static int post_recvs(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
     int n = op->st.nmsgs, all_done = 1, direct = 0;
 
     for (int m = 0; m < n; m++) {
-        int32_t first, nparts, np, s = msg_slot(t, m, &np);
+        int32_t first, nparts, np, s = MPIDI_PART_tag_msg_slot(t, m, &np);
         MPIR_Request *r = NULL;
         MPIDI_PART_plan_msg_range(&op->st.plan, op->partitions, m, &first, &nparts);
         if (np > 1) {
