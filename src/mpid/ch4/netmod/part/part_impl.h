@@ -687,6 +687,9 @@ static inline int MPIDI_PART_vci_progress_only(int v)
     MPL_POSIX_MUTEX_NAME == MPL_POSIX_MUTEX_NATIVE && !defined(MPIDI_CH4_USE_WORK_QUEUES)
 #define MPIDI_PART_VCI_TRYLOCK 1
 #endif
+/* MPIDI_PART_vci_progress_only out of line (part_vci.c): MPIDI_PART_vci_try_progress's
+ * path when it cannot try the lock, kept out of its callers' frames. */
+int MPIDI_PART_vci_progress_only_call(int v);
 static inline int MPIDI_PART_vci_try_progress(int v)
 {
 #ifdef MPIDI_PART_VCI_TRYLOCK
@@ -705,8 +708,10 @@ static inline int MPIDI_PART_vci_try_progress(int v)
         pthread_mutex_unlock(&lock->mutex);
         return mpi_errno;
     }
-#endif
+    return MPIDI_PART_vci_progress_only_call(v);
+#else
     return MPIDI_PART_vci_progress_only(v);
+#endif
 }
 
 /* Progress VCI v without the progress hooks (the engine's own hook calls this, through

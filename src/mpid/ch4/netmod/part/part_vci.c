@@ -205,6 +205,11 @@ void MPIDI_PART_vci_finalize(void)
     }
 }
 
+int MPIDI_PART_vci_progress_only_call(int v)
+{
+    return MPIDI_PART_vci_progress_only(v);
+}
+
 /* Progress only the VCIs in mask (bit v: VCI v), without the progress hooks. */
 int MPIDI_PART_vci_progress(uint64_t mask)
 {
