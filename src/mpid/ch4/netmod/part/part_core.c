@@ -996,7 +996,7 @@ static inline int full_progress_due(void)
 }
 
 /* A true answer that needs nothing more than the flag: no EARLY notice to send, no
- * withdrawn sender, not over RDMA (parrived_answer's fn_arrived checks). */
+ * withdrawn sender, not over RDMA (arrived_answer's checks). */
 static inline int arrival_plain(MPIDI_PART_op_t * op)
 {
     return !early_pending(op) && !__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)
@@ -1006,25 +1006,66 @@ static inline int arrival_plain(MPIDI_PART_op_t * op)
         ;
 }
 
-/* The tag transport's false answer: progress VCI v (MPIDI_PART_tag_progress_vci) or, every
- * PARRIVED_FULL_EVERY-th time, all of MPICH's. Out of line and reached by a tail call, so
- * that MPI_Parrived's answer saves no registers for the calls this makes. */
+/* The tag transport's false answer (MPI_Parrived found message m not done; v =
+ * MPIDI_PART_tag_msg_vci(op, m)): every PARRIVED_FULL_EVERY-th time all of MPICH's
+ * progress; otherwise VCI v unless another thread holds its lock
+ * (MPIDI_PART_vci_try_progress; without MPICH's hooks and other VCIs), then the engine's
+ * handshake and drain work if there is any, so that a thread that only polls MPI_Parrived
+ * still moves every other operation's handshake and lets kept blocks take what came. Here
+ * rather than through the transport's progress_msg (a call and a second test); out of line
+ * and reached by a tail call, so that MPI_Parrived's answer saves no registers for the
+ * calls this makes. */
 static int tag_poll(int v) __attribute__ ((noinline));
 static int tag_poll(int v)
 {
     if (unlikely(full_progress_due()))
         return progress_all();
-    return MPIDI_PART_tag_progress_vci(v);
+    int mpi_errno = MPIDI_PART_vci_try_progress(v);
+    int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
+    if (unlikely(work) && mpi_errno == MPI_SUCCESS) {
+        if (work & MPIDI_PART_WORK_HANDSHAKE)
+            mpi_errno = MPIDI_PART_handshake();
+        if (mpi_errno == MPI_SUCCESS && (work & MPIDI_PART_WORK_DRAIN) && MPIDI_PART_drain_due())
+            mpi_errno = MPIDI_PART_tag_drain();
+    }
+    return mpi_errno;
+}
+
+/* A true answer's checks: a sender that withdrew before this iteration (the partition's
+ * receive was cancelled, not arrived) and, over RDMA, a failed iteration (its partitions
+ * count as done but never arrived): the error MPI_Wait will return, not "arrived". */
+static inline int arrived_error(MPIDI_PART_op_t * op, int mpi_errno)
+{
+    if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) &&
+        op->st.iter >= op->refused_from && mpi_errno == MPI_SUCCESS)
+        mpi_errno = op->error;  /* set before the iteration ended (under the lock) */
+#ifdef MPIDI_CH4_PART_RDMA
+    if (unlikely(op->rdma != NULL) && mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_PART_rdma_error_of(op);
+#endif
+    return mpi_errno;
+}
+
+/* A partition that arrived, when the answer needs more than the flag (not arrival_plain):
+ * the EARLY notice, a withdrawn sender, the RDMA transports' failure check. */
+static int arrived_answer(MPIDI_PART_op_t * op, int *flag) __attribute__ ((noinline));
+static int arrived_answer(MPIDI_PART_op_t * op, int *flag)
+{
+    int mpi_errno = MPI_SUCCESS;
+    *flag = 1;
+    if (early_pending(op))
+        mpi_errno = early_arrival(op);
+    return arrived_error(op, mpi_errno);
 }
 
 static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
                            MPIDI_PART_iter_t iter) __attribute__ ((noinline));
 
 /* MPI_Parrived. The two common answers here, without a frame: a partition whose message is
- * done (arrival_plain), and on the tag transport a message whose wire receive is pending
- * (MPIDI_PART_tag_msg_pending; the tag transport has no timer, its timer_ns stays -1:
- * part_match.c), which answers false and moves the message's VCI (tag_poll). Everything
- * else, and the error checks, in parrived_answer. */
+ * done (arrival_plain; otherwise arrived_answer adds its checks), and on the tag transport a
+ * message whose wire receive is pending (MPIDI_PART_tag_msg_pending; the tag transport has
+ * no timer, its timer_ns stays -1: part_match.c), which answers false and moves the
+ * message's VCI (tag_poll). Everything else in parrived_answer. */
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
 {
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
@@ -1047,6 +1088,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
                 *flag = 1;
                 return MPI_SUCCESS;
             }
+            return arrived_answer(op, flag);
         } else if (likely(op->tp->progress_msg == NULL) && MPIDI_PART_tag_msg_pending(op, m)) {
             /* false without testing again: the next call sees what this progress brought
              * (as stock MPICH's MPI_Parrived does) */
@@ -1057,8 +1099,9 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
     return parrived_answer(op, partition, flag, iter);
 }
 
-/* MPI_Parrived past its two common answers (iter: MPIDI_PART_parrived's, read before the
- * active flag). */
+/* MPI_Parrived past its common answers (iter: MPIDI_PART_parrived's, read before the
+ * active flag): before the plan, a failed or empty iteration, a message not yet done that
+ * the tag transport's quick test could not call pending, and the RDMA transports' progress. */
 static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
                            MPIDI_PART_iter_t iter)
 {
@@ -1073,12 +1116,8 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
             tag = op->tp->progress_msg == NULL;
             arrived = op->tp->test_msg(op, m, iter) || timer_arrived(op, partition);
         }
-        if (arrived) {
-            *flag = 1;
-            if (early_pending(op))
-                mpi_errno = early_arrival(op);
-            goto fn_arrived;
-        }
+        if (arrived)
+            return arrived_answer(op, flag);
         /* bounded progress on what carries the partition (and the engine's handshake).
          * On the tag transport without testing again: this call answers false, the next
          * sees what its progress brought (as stock MPICH's MPI_Parrived does); the test
@@ -1092,9 +1131,9 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
         else
             mpi_errno = op->tp->progress_msg(op, m, iter, &done);
         MPIR_ERR_CHECK(mpi_errno);
-        *flag = done || timer_arrived(op, partition);
-        if (*flag && early_pending(op))
-            mpi_errno = early_arrival(op);
+        if (done || timer_arrived(op, partition))
+            return arrived_answer(op, flag);
+        *flag = 0;
     } else if (state == MPIDI_PART_ST_UNPLANNED) {
         mpi_errno = progress_all();
         MPIR_ERR_CHECK(mpi_errno);
@@ -1112,18 +1151,8 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
         *flag = 1;      /* nothing travels (EMPTY) */
     }
 
-  fn_arrived:
-    /* a sender that withdrew before this iteration: the partition's receive was cancelled,
-     * not arrived */
-    if (*flag && unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) &&
-        op->st.iter >= op->refused_from && mpi_errno == MPI_SUCCESS)
-        mpi_errno = op->error;  /* set before the iteration ended (under the lock) */
-#ifdef MPIDI_CH4_PART_RDMA
-    /* over RDMA a partition of a failed iteration counts as done, but it never arrived: say
-     * so (the error MPI_Wait will return), not "arrived" */
-    if (*flag && unlikely(op->rdma != NULL) && mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_PART_rdma_error_of(op);
-#endif
+    if (*flag)
+        mpi_errno = arrived_error(op, mpi_errno);
 
   fn_exit:
     return mpi_errno;

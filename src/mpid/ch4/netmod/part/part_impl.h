@@ -263,7 +263,7 @@ typedef struct MPIDI_PART_transport {
     /* no lock, MPI_Parrived found message m not done: progress what carries it, then
      * *done = test_msg (one call: a false MPI_Parrived is ~20 ns). NULL for the tag
      * transport, whose messages are MPICH requests on a VCI: MPI_Parrived progresses that
-     * VCI inline (MPIDI_PART_tag_progress_vci) and does not test again */
+     * VCI (part_core.c, tag_poll) and does not test again */
     int (*progress_msg) (MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done);
     /* no lock: before a new iteration, release the previous one's resources */
     void (*iter_reset) (MPIDI_PART_op_t * op);
@@ -739,26 +739,6 @@ static inline int MPIDI_PART_vci_progress_one(int v)
 static inline int MPIDI_PART_tag_msg_vci(MPIDI_PART_op_t * op, int m)
 {
     return op->u.tag.vcomm ? op->u.tag.msg_vci[m] : 0;
-}
-
-/* MPI_Parrived found a message of a tag-transport operation not done: progress the VCI v
- * that carries it unless another thread holds its lock (MPIDI_PART_tag_msg_vci,
- * MPIDI_PART_vci_try_progress; without MPICH's hooks and other VCIs, which
- * MPI_Parrived's every-256th full progress moves), then the engine's handshake and drain work if there is
- * any, so that a thread that only polls MPI_Parrived still moves every other operation's
- * handshake and lets kept blocks take what came. Inline in MPI_Parrived (part_core.c)
- * rather than through the transport's progress_msg (a call and a second test). */
-static inline int MPIDI_PART_tag_progress_vci(int v)
-{
-    int mpi_errno = MPIDI_PART_vci_try_progress(v);
-    int work = MPL_atomic_acquire_load_int(&MPIDI_PART_global.work);
-    if (unlikely(work) && mpi_errno == MPI_SUCCESS) {
-        if (work & MPIDI_PART_WORK_HANDSHAKE)
-            mpi_errno = MPIDI_PART_handshake();
-        if (mpi_errno == MPI_SUCCESS && (work & MPIDI_PART_WORK_DRAIN) && MPIDI_PART_drain_due())
-            mpi_errno = MPIDI_PART_tag_drain();
-    }
-    return mpi_errno;
 }
 
 /* Slot in wreq of tag-transport message m's first piece; *npieces gets how many it has. */
