@@ -1046,8 +1046,9 @@ static inline int arrived_error(MPIDI_PART_op_t * op, int mpi_errno)
     return mpi_errno;
 }
 
-/* A partition that arrived, when the answer needs more than the flag (not arrival_plain):
- * the EARLY notice, a withdrawn sender, the RDMA transports' failure check. */
+/* A partition that arrived (the fast path's arrivals that are not arrival_plain, and every
+ * arrival parrived_answer finds): the EARLY notice, a withdrawn sender, the RDMA
+ * transports' failure check. */
 static int arrived_answer(MPIDI_PART_op_t * op, int *flag) __attribute__ ((noinline));
 static int arrived_answer(MPIDI_PART_op_t * op, int *flag)
 {
