@@ -995,15 +995,16 @@ static inline int full_progress_due(void)
     return ++parrived_false % PARRIVED_FULL_EVERY == 0;
 }
 
-/* A true answer that needs nothing more than the flag: no EARLY notice to send, no
- * withdrawn sender, not over RDMA (arrived_answer's checks). */
+/* A true answer that needs nothing more than the flag: not over RDMA, no EARLY notice to
+ * send, no withdrawn sender (arrived_answer's checks). RDMA first: every true answer there
+ * goes on to arrived_answer, which reads the other two itself. */
 static inline int arrival_plain(MPIDI_PART_op_t * op)
 {
-    return !early_pending(op) && !__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)
+    return
 #ifdef MPIDI_CH4_PART_RDMA
-        && op->rdma == NULL
+        op->rdma == NULL &&
 #endif
-        ;
+        !early_pending(op) && !__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE);
 }
 
 /* The tag transport's false answer (MPI_Parrived found message m not done; v =
@@ -1015,8 +1016,8 @@ static inline int arrival_plain(MPIDI_PART_op_t * op)
  * rather than through the transport's progress_msg (a call and a second test); out of line
  * and reached by a tail call, so that MPI_Parrived's answer saves no registers for the
  * calls this makes. */
-static int tag_poll(int v) __attribute__ ((noinline));
-static int tag_poll(int v)
+static int parrived_vci_poll(int v) __attribute__ ((noinline));
+static int parrived_vci_poll(int v)
 {
     if (unlikely(full_progress_due()))
         return progress_all();
@@ -1066,7 +1067,7 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
  * done (arrival_plain; otherwise arrived_answer adds its checks), and on the tag transport a
  * message whose wire receive is pending (MPIDI_PART_tag_msg_pending; the tag transport has
  * no timer, its timer_ns stays -1: part_match.c), which answers false and moves the
- * message's VCI (tag_poll). Everything else in parrived_answer. */
+ * message's VCI (parrived_vci_poll). Everything else in parrived_answer. */
 int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
 {
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
@@ -1094,7 +1095,7 @@ int MPIDI_PART_parrived(MPIR_Request * request, int partition, int *flag)
             /* false without testing again: the next call sees what this progress brought
              * (as stock MPICH's MPI_Parrived does) */
             *flag = 0;
-            return tag_poll(MPIDI_PART_tag_msg_vci(op, m));
+            return parrived_vci_poll(MPIDI_PART_tag_msg_vci(op, m));
         }
     }
     return parrived_answer(op, partition, flag, iter);
@@ -1111,7 +1112,7 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
     if (likely(state == MPIDI_PART_ST_PLANNED)) {
         int m = MPIDI_PART_st_msg_of(&op->st, partition);
         int arrived = MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
-        /* the tag transport: progress_msg NULL, its progress is tag_poll */
+        /* the tag transport: progress_msg NULL, its progress is parrived_vci_poll */
         int tag = 0;
         if (!arrived) {
             tag = op->tp->progress_msg == NULL;
@@ -1126,7 +1127,7 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
          * rounds). The RDMA transports move VCI 0 (with the endpoint's queue). */
         int done = 0;
         if (likely(tag))
-            mpi_errno = tag_poll(MPIDI_PART_tag_msg_vci(op, m));
+            mpi_errno = parrived_vci_poll(MPIDI_PART_tag_msg_vci(op, m));
         else if (unlikely(full_progress_due()))
             mpi_errno = progress_all();
         else

@@ -263,7 +263,7 @@ typedef struct MPIDI_PART_transport {
     /* no lock, MPI_Parrived found message m not done: progress what carries it, then
      * *done = test_msg (one call: a false MPI_Parrived is ~20 ns). NULL for the tag
      * transport, whose messages are MPICH requests on a VCI: MPI_Parrived progresses that
-     * VCI (part_core.c's tag_poll, not this table's poll) and does not test again */
+     * VCI (part_core.c's parrived_vci_poll) and does not test again */
     int (*progress_msg) (MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int *done);
     /* no lock: before a new iteration, release the previous one's resources */
     void (*iter_reset) (MPIDI_PART_op_t * op);
