@@ -60,6 +60,21 @@ cvars:
         so that the receiver's answer can be installed meanwhile
         (threads/part/part_race_mismatch; pvar part_pready_answer_raced counts those). 0: off.
 
+    - name        : MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: an MPI_Pready, MPI_Pready_range or MPI_Pready_list of an observed
+        iteration (the default aggregator's re-plan on the tag transport) that completed a
+        message busy-waits this many microseconds before it writes its sample, so that
+        another thread's MPI_Wait can end the iteration and MPI_Request_free free the
+        request meanwhile (threads/part/part_sample_free; pvar part_sample_after_free counts
+        those). 0: off.
+
     - name        : MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32
       category    : CH4_PART
       type        : int
@@ -816,6 +831,21 @@ static int ready_twice_error(int p, int i, int n)
                                 p, i, n - i - 1);
 }
 
+/* The testing aid MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US: wait in the window between
+ * completing a message of an observed iteration and writing its sample, then count the
+ * call if the program freed the request meanwhile (the call's reference keeps the
+ * operation and its samples: reading op->freed here is itself what a sanitizer would
+ * report without it). */
+static void sample_delay(MPIDI_PART_op_t * op) __attribute__ ((noinline));
+static void sample_delay(MPIDI_PART_op_t * op)
+{
+    MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US);
+    MPIDI_PART_LOCK();
+    if (op->freed)
+        MPIDI_PART_PVAR_ADD(SAMPLE_AFTER_FREE, 1);
+    MPIDI_PART_UNLOCK();
+}
+
 static int pready(MPIR_Request * request, int n, int lo, const int *list)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -904,8 +934,11 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             MPIR_ERR_CHECK(mpi_errno);
             if (unlikely(t_in)) {
                 /* when message m completed, and how long this call then spent sending */
+                int64_t spent = MPIDI_PART_now_ns() - t_in;
+                if (unlikely(MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US > 0))
+                    sample_delay(op);
                 obs[m] = t_in;
-                obs[obs_nmsgs + m] = MPIDI_PART_now_ns() - t_in;
+                obs[obs_nmsgs + m] = spent;
             }
         } else if (unlikely(m == MPIDI_PART_READY_TWICE)) {
             mpi_errno = ready_twice_error(p, i, n);

@@ -154,6 +154,10 @@ static const struct {
     [MPIDI_PART_PV_VERBS_FAIL_LAST_REF] = {"part_verbs_fail_last_ref", 0,
         "Operations whose last reference the thread failing a broken verbs connection "
         "dropped (the program freed the request while that thread was failing it)", 1},
+    [MPIDI_PART_PV_SAMPLE_AFTER_FREE] = {"part_sample_after_free", 0,
+        "MPI_Pready* calls of an observed iteration whose request the program freed while "
+        "they were writing their sample (their reference keeps the operation); counted only "
+        "under the testing aid MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US", 1},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,
