@@ -60,6 +60,7 @@ static int rank, errs = 0;
 
 #define WD_UNIT "iteration"
 #include "part_watchdog.h"
+#include "part_thread_check.h"
 #include "../../part/part_transport.h"
 
 static int iters = 14, count = 256;
@@ -101,33 +102,14 @@ static MTEST_THREAD_RETURN_TYPE worker(void *arg)
     return (MTEST_THREAD_RETURN_TYPE) NULL;
 }
 
-static void ok(int err, int it, const char *what)
-{
-    if (err != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d iteration %d: %s returned %d\n", rank, it, what, err);
-        errs++;
-    }
-}
-
 int main(int argc, char **argv)
 {
-    int provided, size;
-    MTestArgList *head;
-
-    MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    head = MTestArgListCreate(argc, argv);
+    if (part_thread_init(&argc, &argv))
+        return MTestReturnValue(1);
+    MTestArgList *head = MTestArgListCreate(argc, argv);
     iters = MTestArgListGetInt_with_default(head, "iters", 14);
     count = MTestArgListGetInt_with_default(head, "count", 256);
     MTestArgListDestroy(head);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (provided != MPI_THREAD_MULTIPLE || size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "needs MPI_THREAD_MULTIPLE (got %d) and 2 processes (got %d)\n",
-                    provided, size);
-        MTest_Finalize(1);
-        return MTestReturnValue(1);
-    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     buf = malloc(sizeof(int) * P * count);
     MTest_Start_thread(watchdog, NULL);

@@ -51,6 +51,7 @@
 static int rank, errs = 0;
 
 #include "part_watchdog.h"
+#include "part_thread_check.h"
 #include "../../part/part_pvar.h"
 
 static int buf[P * COUNT];
@@ -83,32 +84,13 @@ static MTEST_THREAD_RETURN_TYPE worker(void *arg)
     }
 }
 
-static void ok(int err, int round, const char *what)
-{
-    if (err != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d round %d: %s returned %d\n", rank, round, what, err);
-        errs++;
-    }
-}
-
 int main(int argc, char **argv)
 {
-    int provided, size;
-    MTestArgList *head;
-
-    MTest_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    head = MTestArgListCreate(argc, argv);
+    if (part_thread_init(&argc, &argv))
+        return MTestReturnValue(1);
+    MTestArgList *head = MTestArgListCreate(argc, argv);
     int rounds = MTestArgListGetInt_with_default(head, "rounds", 20);
     MTestArgListDestroy(head);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (provided != MPI_THREAD_MULTIPLE || size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "needs MPI_THREAD_MULTIPLE (got %d) and 2 processes (got %d)\n",
-                    provided, size);
-        MTest_Finalize(1);
-        return MTestReturnValue(1);
-    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int tlevel;
     MPI_T_init_thread(MPI_THREAD_MULTIPLE, &tlevel);
