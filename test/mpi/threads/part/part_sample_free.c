@@ -4,34 +4,40 @@
  * that level is not provided; engine README section 4c).
  *
  * With the default aggregator on the tag transport, a send whose receiver would merge
- * partitions observes iterations 2 to R (R: MPIR_CVAR_PART_AGGR_OBSERVE, default 2) and is
- * re-planned from them: each MPI_Pready* call of those iterations that completes a wire
- * message then writes into the operation's sample when it did, and how long it spent
- * sending. That call may end the iteration (the message's send completes in it, or in
- * another thread's progress), so the program's MPI_Wait can return and its
- * MPI_Request_free free the send before the call has written the sample: the call holds a
- * reference to the operation for it (a review of 2026-12-01 found it writing into freed
- * memory).
+ * partitions observes up to three iterations ending with iteration R (R:
+ * MPIR_CVAR_PART_AGGR_OBSERVE, default 2; never iteration 1) and is re-planned from them:
+ * each MPI_Pready* call of those iterations that completes a wire message then writes into
+ * the operation's sample when it did, and how long it spent sending. That call may end the
+ * iteration (the message's send completes in it, or in another thread's progress), so the
+ * program's MPI_Wait can return and its MPI_Request_free free the send before the call has
+ * written the sample: the call holds a reference to the operation for it (a review of
+ * 2026-12-01 found it writing into freed memory).
  *
  * Each round makes a new pair (P partitions of COUNT ints on each side) and runs R
- * iterations (at least 2). In the last one, rank 0's worker thread readies every partition
- * (MPI_Pready_range) while the main thread calls MPI_Wait and then MPI_Request_free at
- * once; the worker's call must return MPI_SUCCESS. With the testing aid
- * MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US (the testlist.cvar lines) such a call waits between
- * completing a message and writing its sample, and pvar part_sample_after_free counts the
- * calls whose request was freed in that window; without the reference the call reads and
- * writes freed memory there, which ASan and ThreadSanitizer report (maint/sanitize.sh).
+ * iterations (at least 2; with R = 1 iteration 2 is the observed one). In the last one,
+ * rank 0's worker thread readies every partition (MPI_Pready_range) while the main thread
+ * calls MPI_Wait and then MPI_Request_free at once; the worker's call must return
+ * MPI_SUCCESS. With the testing aid MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US (the testlist.cvar
+ * lines) such a call waits after each message it completed, before writing its sample, and
+ * pvar part_sample_after_free counts the calls whose request was freed in that window;
+ * without the reference the call reads and writes freed memory there, which ASan and
+ * ThreadSanitizer report (maint/sanitize.sh).
  *
  * What it asserts:
  * - every call returns MPI_SUCCESS; rank 1 checks every int of every iteration (its buffer
  *   cleared before each MPI_Start);
- * - on the tag transport (the shm and nolocal modes) with the testing aid set and R >= 2:
- *   part_sample_after_free grew on rank 0 (the window was run; the rounds go on past
- *   -rounds, up to four times as many, until it did);
+ * - on the tag transport (the shm and nolocal modes) with the testing aid set, R >= 1 and
+ *   the default aggregator (no MPIR_CVAR_PART_AGGREGATOR other than ploggp, no
+ *   MPIR_CVAR_PART_AGGR_SIZE: otherwise no iteration is observed): part_sample_after_free
+ *   grew on rank 0 (the window was run; the rounds go on past -rounds, up to four times as
+ *   many, until it did);
  * - no hang: a watchdog thread reports where the main thread stopped after 60 s and calls
  *   MPI_Abort.
  * With the RDMA transport forced the default aggregator is the timer (no observed
  * iteration): the same calls run, the data and return codes are checked, the window is not.
+ * The window needs MPICH's per-VCI critical sections (the build's --enable-thread-cs=per-vci,
+ * maint/build.sh): under one global lock the main thread's MPI_Wait would wait for the
+ * worker's call to return.
  *
  * Arguments: -rounds=N (default 20)
  */
@@ -93,11 +99,14 @@ int main(int argc, char **argv)
     MTestArgListDestroy(head);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int tlevel;
-    MPI_T_init_thread(MPI_THREAD_MULTIPLE, &tlevel);
+    ok(MPI_T_init_thread(MPI_THREAD_MULTIPLE, &tlevel), -1, "MPI_T_init_thread");
     int observe = cv_read_int("MPIR_CVAR_PART_AGGR_OBSERVE");
     int iters = observe > 2 ? observe : 2;
     const char *delay = getenv("MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US");
-    int want_window = !rdma_forced() && delay && atoi(delay) > 0 && observe >= 2;
+    const char *aggregator = getenv("MPIR_CVAR_PART_AGGREGATOR");
+    int want_window = !rdma_forced() && delay && atoi(delay) > 0 && observe >= 1 &&
+        (aggregator == NULL || strcmp(aggregator, "ploggp") == 0) &&
+        cv_read_int("MPIR_CVAR_PART_AGGR_SIZE") == 0;
     unsigned long long hits0 = pv_read("part_sample_after_free"), hits = 0;
     MTest_Start_thread(watchdog, NULL);
     if (rank == 0)
@@ -157,7 +166,7 @@ int main(int argc, char **argv)
             hits = pv_read("part_sample_after_free") - hits0;
             more = r + 1 < rounds || (want_window && hits == 0 && r + 1 < 4 * rounds);
         }
-        MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        ok(MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD), r, "MPI_Bcast");
     }
 
     if (rank == 0) {

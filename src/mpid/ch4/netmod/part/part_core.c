@@ -69,11 +69,11 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         Testing aid: an MPI_Pready, MPI_Pready_range or MPI_Pready_list of an observed
-        iteration (the default aggregator's re-plan on the tag transport) that completed a
-        message busy-waits this many microseconds before it writes its sample, so that
-        another thread's MPI_Wait can end the iteration and MPI_Request_free free the
-        request meanwhile (threads/part/part_sample_free; pvar part_sample_after_free counts
-        those). 0: off.
+        iteration (the default aggregator's re-plan on the tag transport) busy-waits this
+        many microseconds after each message it completed, before it writes that message's
+        sample (the waits are not counted in the sample), so that another thread's MPI_Wait
+        can end the iteration and MPI_Request_free free the request meanwhile
+        (threads/part/part_sample_free; pvar part_sample_after_free counts those). 0: off.
 
     - name        : MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32
       category    : CH4_PART
@@ -835,15 +835,17 @@ static int ready_twice_error(int p, int i, int n)
  * completing a message of an observed iteration and writing its sample, then count the
  * call if the program freed the request meanwhile (the call's reference keeps the
  * operation and its samples: reading op->freed here is itself what a sanitizer would
- * report without it). */
-static void sample_delay(MPIDI_PART_op_t * op) __attribute__ ((noinline));
-static void sample_delay(MPIDI_PART_op_t * op)
+ * report without it). Returns the nanoseconds it took, which the samples leave out. */
+static int64_t sample_delay(MPIDI_PART_op_t * op) __attribute__ ((noinline));
+static int64_t sample_delay(MPIDI_PART_op_t * op)
 {
+    int64_t t0 = MPIDI_PART_now_ns();
     MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US);
     MPIDI_PART_LOCK();
     if (op->freed)
         MPIDI_PART_PVAR_ADD(SAMPLE_AFTER_FREE, 1);
     MPIDI_PART_UNLOCK();
+    return MPIDI_PART_now_ns() - t0;
 }
 
 static int pready(MPIR_Request * request, int n, int lo, const int *list)
@@ -851,7 +853,7 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PART_op_t *op = MPIDI_PART_OP(request);
     int i = 0, last = 0;
-    int64_t t_in = 0;
+    int64_t t_in = 0, held = 0;  /* held: the testing aid's waits (sample_delay) */
     int64_t *obs = NULL;
     int32_t obs_nmsgs = 0;
 
@@ -934,9 +936,9 @@ static int pready(MPIR_Request * request, int n, int lo, const int *list)
             MPIR_ERR_CHECK(mpi_errno);
             if (unlikely(t_in)) {
                 /* when message m completed, and how long this call then spent sending */
-                int64_t spent = MPIDI_PART_now_ns() - t_in;
+                int64_t spent = MPIDI_PART_now_ns() - t_in - held;
                 if (unlikely(MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US > 0))
-                    sample_delay(op);
+                    held += sample_delay(op);
                 obs[m] = t_in;
                 obs[obs_nmsgs + m] = spent;
             }
