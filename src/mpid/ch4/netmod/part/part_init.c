@@ -158,6 +158,11 @@ static const struct {
         "MPI_Pready* calls of an observed iteration whose request the program freed while "
         "they were writing their sample (their reference keeps the operation); counted only "
         "under the testing aid MPIR_CVAR_PART_DEBUG_SAMPLE_DELAY_US", 1},
+    [MPIDI_PART_PV_DIRECT_ARMED_IN_TEST] = {"part_direct_armed_in_test", 0,
+        "MPI_Parrived tests of a tag-transport wire message that found no request for it, "
+        "then found it armed for direct completion (another thread posted and armed the "
+        "receive between the two reads); counted only under the testing aid "
+        "MPIR_CVAR_PART_DEBUG_TAG_TEST_DELAY_US", 1},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -119,6 +119,20 @@ cvars:
         another thread can count it, complete the iteration and start the next one before
         the held call counts (threads/part/part_race_tag_count). 0: off.
 
+    - name        : MPIR_CVAR_PART_DEBUG_TAG_TEST_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: MPI_Parrived's test of a wire message on the tag transport busy-waits
+        this many microseconds between reading the message's request and reading whether
+        direct completion is armed, so that another thread can post the receive, arm it and
+        see it complete meanwhile (threads/part/part_race_direct_flag; pvar
+        part_direct_armed_in_test counts those). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -304,15 +318,31 @@ static inline int count_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter,
     return 1;
 }
 
+/* The testing aid MPIR_CVAR_PART_DEBUG_TAG_TEST_DELAY_US: wait between test_msg's two
+ * reads, then count the call if the message had no request at the first and is armed for
+ * direct completion now (the arming ran in the window; test_msg then reads the user
+ * request's counter, and the request it did not see is not counted twice). */
+static void test_delay(MPIDI_PART_op_t * op, MPIR_Request * r) __attribute__ ((noinline));
+static void test_delay(MPIDI_PART_op_t * op, MPIR_Request * r)
+{
+    MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_TAG_TEST_DELAY_US);
+    if (r == NULL && __atomic_load_n(&op->direct, __ATOMIC_ACQUIRE))
+        MPIDI_PART_PVAR_ADD(DIRECT_ARMED_IN_TEST, 1);
+}
+
 static int test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int parrived)
 {
-    /* the slot first: direct_arm stores op->direct before it publishes the request (with
-     * release), so a request seen here comes with the direct flag it was armed with. Read
-     * the other way round, a thread could see direct 0, then the armed request complete
-     * (it reads the user's counter) and count the message again: the request completed
-     * twice (an assertion in MPI_Parrived, or a hang; found by a review) */
-    MPIR_Request *r = op->u.tag.pfirst == NULL ?
-        __atomic_load_n(&op->u.tag.wreq[m], __ATOMIC_ACQUIRE) : NULL;
+    /* the message's first slot first, with or without pieces: direct_arm stores op->direct
+     * before it publishes the request (with release), so a request seen here comes with
+     * the direct flag it was armed with. Read the other way round, a thread could see
+     * direct 0, then the armed request complete (it reads the user's counter) and count
+     * the message again: the request completed twice (an assertion in MPI_Parrived, or a
+     * hang; found by a review, and for operations whose messages may be split, which read
+     * the slot after the flag until threads/part/part_race_direct_flag found it) */
+    int32_t np, s = MPIDI_PART_tag_msg_slot(&op->u.tag, m, &np);
+    MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[s], __ATOMIC_ACQUIRE);
+    if (unlikely(parrived) && MPIR_CVAR_PART_DEBUG_TAG_TEST_DELAY_US > 0)
+        test_delay(op, r);
     if (__atomic_load_n(&op->direct, __ATOMIC_ACQUIRE)) {
         /* direct completion (below): the one message's request counts down the user
          * request's own counter; read that (one line fewer than through the message's
@@ -322,15 +352,12 @@ static int test_msg(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter, int par
         MPIDI_PART_st_msg_seen(&op->st, m, iter);
         return 1;
     }
-    if (op->u.tag.pfirst == NULL) {
-        if (r && MPIR_Request_is_complete(r))
-            return count_msg(op, m, iter, parrived);
+    if (r == NULL || !MPIR_Request_is_complete(r))
         return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
-    }
-    /* split: done when all its pieces are */
-    int32_t np, s = MPIDI_PART_tag_msg_slot(&op->u.tag, m, &np);
-    for (int32_t j = 0; j < np; j++) {
-        MPIR_Request *r = __atomic_load_n(&op->u.tag.wreq[s + j], __ATOMIC_ACQUIRE);
+    /* split: done when all its pieces are (the first was read above, before the flag; a
+     * message of several pieces is never armed) */
+    for (int32_t j = 1; j < np; j++) {
+        r = __atomic_load_n(&op->u.tag.wreq[s + j], __ATOMIC_ACQUIRE);
         if (!r || !MPIR_Request_is_complete(r))
             return MPIDI_PART_st_msg_is_done_at(&op->st, m, iter);
     }
