@@ -7,12 +7,17 @@
  * A receive whose iteration is one wire message on the tag transport, with one VCI, points
  * that message's request at the partitioned request's counter (part_tag.c, direct_arm):
  * the netmod's completion then completes the partitioned request itself. direct_arm stores
- * the flag op->direct first and then publishes the request in the message's slot, so the
- * transport's test (test_msg) reads the slot first and the flag second. Read the other way
- * round (the engine before a review of 2026-12-01), a test could find the flag not yet set,
- * then the armed request complete (its counter is the user request's), and count the
- * message: the iteration completed a second time (an assertion, a request freed twice or a
- * hang).
+ * the flag op->direct first and then publishes the request in the message's slot (its first
+ * piece's slot when the operation's messages may be split, as in the shm mode, where the
+ * tag transport has a split map and a 1 KiB message is one piece), so the transport's test
+ * (test_msg) reads the slot first and the flag second. Read the other way round, a test
+ * could find the flag not yet set, then the armed request complete (its counter is the
+ * user request's), and count the message: the iteration completed a second time (MPICH's
+ * assertion ctr_ >= 1 in a build with error checking, else a request freed twice or a
+ * hang). The engine read it that way until a review of 2026-12-01, and with a split map
+ * until this test found it (2026-12-07, bench/results/2026-12-07-direct-flag: the shm line
+ * fails there in its first round; the NOLOCAL line, without a split map, covers the case
+ * the review fixed).
  *
  * In the first iteration the receives are posted by whichever thread's progress installs
  * the plan. Each round (-rounds, 1 partition of -count ints, its own tag): rank 1 calls

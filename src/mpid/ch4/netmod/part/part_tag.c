@@ -127,11 +127,12 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Testing aid: MPI_Parrived's test of a wire message on the tag transport busy-waits
-        this many microseconds between reading the message's request and reading whether
-        direct completion is armed, so that another thread can post the receive, arm it and
-        see it complete meanwhile (threads/part/part_race_direct_flag; pvar
-        part_direct_armed_in_test counts those). 0: off.
+        Testing aid: MPI_Parrived's test of a wire message on the tag transport (when its
+        answer is not known without one) busy-waits this many microseconds between reading
+        the message's request (its first piece's) and reading whether direct completion is
+        armed, so that another thread can post the receive, arm it and see it complete
+        meanwhile (threads/part/part_race_direct_flag; pvar part_direct_armed_in_test counts
+        those). 0: off.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
