@@ -198,13 +198,10 @@ int main(int argc, char **argv)
             recv_round(r, buf, count, comm, ctl);
         else
             send_round(r, buf, count, comm, ctl, (plan_delay > 0 ? plan_delay : 0) + 20000);
-        /* rank 1 decides whether to go on: until -rounds, then while the window was not
-         * hit (testing aids only), up to four times -rounds */
-        if (rank == 1) {
+        /* rank 1 decides: more rounds while the window was not hit (testing aids only) */
+        if (rank == 1)
             hits = pv_read("part_direct_armed_in_test") - hits0;
-            more = r + 1 < rounds || (want_window && hits == 0 && r + 1 < 4 * rounds);
-        }
-        ok(MPI_Bcast(&more, 1, MPI_INT, 1, MPI_COMM_WORLD), r, "MPI_Bcast");
+        more = part_go_on(r, rounds, want_window && hits == 0, 1);
     }
 
     if (rank == 1) {

@@ -160,13 +160,10 @@ int main(int argc, char **argv)
         }
         if (rank == 1)
             ok(MPI_Request_free(&req), r, "MPI_Request_free");
-        /* rank 0 decides whether to go on: until -rounds, then while the window was not
-         * hit (testing aid only), up to four times -rounds */
-        if (rank == 0) {
+        /* rank 0 decides: more rounds while the window was not hit (testing aid only) */
+        if (rank == 0)
             hits = pv_read("part_sample_after_free") - hits0;
-            more = r + 1 < rounds || (want_window && hits == 0 && r + 1 < 4 * rounds);
-        }
-        ok(MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD), r, "MPI_Bcast");
+        more = part_go_on(r, rounds, want_window && hits == 0, 0);
     }
 
     if (rank == 0) {

@@ -6,7 +6,10 @@
  *   returns 0, or, when that level is not provided or there are not exactly 2 processes,
  *   says so, calls MTest_Finalize(1) and returns 1 (main then returns MTestReturnValue(1));
  * - ok(err, n, what): a call's return code; anything but MPI_SUCCESS is reported with the
- *   rank, WD_UNIT n and the call, and counted in errs.
+ *   rank, WD_UNIT n and the call, and counted in errs;
+ * - part_go_on(r, rounds, window_missed, root): after round r, whether to run another:
+ *   root decides (until `rounds` rounds, then, while window_missed, up to four times
+ *   `rounds`: the tests that need a testing aid's window to have been run) and broadcasts.
  */
 #ifndef PART_THREAD_CHECK_H_INCLUDED
 #define PART_THREAD_CHECK_H_INCLUDED
@@ -36,6 +39,15 @@ static inline void ok(int err, int n, const char *what)
         fprintf(stderr, "rank %d %s %d: %s returned %d\n", rank, WD_UNIT, n, what, err);
         errs++;
     }
+}
+
+static inline int part_go_on(int r, int rounds, int window_missed, int root)
+{
+    int more = 0;
+    if (rank == root)
+        more = r + 1 < rounds || (window_missed && r + 1 < 4 * rounds);
+    ok(MPI_Bcast(&more, 1, MPI_INT, root, MPI_COMM_WORLD), r, "MPI_Bcast");
+    return more;
 }
 
 #endif /* PART_THREAD_CHECK_H_INCLUDED */
