@@ -10,7 +10,7 @@ LIB="$here/build"
 tmp=$(mktemp -d)
 export VERBSEMU_NS="runtests.$$"
 export VERBSEMU_CHECK_LEAKS=1
-unset VERBSEMU_FAULT VERBSEMU_NDEV
+unset VERBSEMU_FAULT VERBSEMU_NDEV VERBSEMU_HOLD_US
 trap 'rm -rf "$tmp"; rm -f "/dev/shm/verbsemu.$VERBSEMU_NS"' EXIT
 
 n=0 pass=0 fail=0 skipped=0

@@ -48,6 +48,7 @@ enum Fault : int32_t {
   kFaultRemoteOp,
   kFaultFlush,
   kFaultPostEinval,  // not a completion: ibv_post_send refuses the WR (EINVAL, *bad_wr)
+  kFaultHold,        // not an error: the WR stays in flight for VERBSEMU_HOLD_US, then runs
 };
 
 struct Sge {
@@ -71,6 +72,7 @@ struct WrSlot {
   int32_t fault;
   uint64_t rnr_deadline_ns;    // set at the first receiver-not-ready
   uint64_t retry_deadline_ns;  // set at the first unreachable-destination attempt
+  uint64_t hold_until_ns;      // kFaultHold: runs no earlier than this
   Sge sge[kMaxSge];
   uint8_t inline_data[kMaxInline];
 };
@@ -262,6 +264,7 @@ struct Local {
   int tx_sock = -1;  // unbound datagram socket used to wake other processes
   std::vector<FaultRule> faults;
   bool faults_parsed = false;
+  uint64_t hold_ns = 200000000;  // VERBSEMU_HOLD_US (kFaultHold), default 200 ms
   uint32_t max_msg = kMaxMsg;  // VERBSEMU_MAX_MSG, read at every ibv_open_device
   uint64_t send_wr_count = 0;
   std::vector<std::string> leak_notes;

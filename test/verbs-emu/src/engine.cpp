@@ -194,6 +194,9 @@ Outcome execute(uint32_t qslot, WrSlot& w, uint32_t& byte_len) {
     case kFaultRetryExceeded: return done(IBV_WC_RETRY_EXC_ERR);
     case kFaultRnrExceeded: return done(IBV_WC_RNR_RETRY_EXC_ERR);
     case kFaultRemoteOp: return done(IBV_WC_REM_OP_ERR);
+    case kFaultHold:  // in flight until its time (later WRs of the QP wait behind it), then runs
+      if (now_ns() < w.hold_until_ns) return kPending;
+      break;
     default: break;
   }
   const bool is_read = w.opcode == IBV_WR_RDMA_READ;

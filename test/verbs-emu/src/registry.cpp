@@ -351,12 +351,24 @@ void parse_faults() {
     else if (kind == "remote_op") f = kFaultRemoteOp;
     else if (kind == "flush") f = kFaultFlush;
     else if (kind == "post_einval") f = kFaultPostEinval;
+    else if (kind == "hold") f = kFaultHold;
     else {
       diag("VERBSEMU_FAULT: unknown kind '%s' (remote_access, local_prot, retry_exceeded, "
-           "rnr_retry_exceeded, remote_op, flush, post_einval)", kind.c_str());
+           "rnr_retry_exceeded, remote_op, flush, post_einval, hold)", kind.c_str());
       abort();
     }
     g.faults.push_back({f, nth});
+  }
+  // VERBSEMU_HOLD_US=us (1 .. 10 s): how long a "hold" WR stays in flight
+  const char* h = getenv("VERBSEMU_HOLD_US");
+  if (h && *h) {
+    char* end = nullptr;
+    uint64_t us = strtoull(h, &end, 10);
+    if (!end || *end || us == 0 || us > 10000000) {
+      diag("VERBSEMU_HOLD_US: '%s' is not a number of microseconds in 1 .. 10000000", h);
+      abort();
+    }
+    g.hold_ns = us * 1000;
   }
 }
 

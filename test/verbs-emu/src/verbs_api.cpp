@@ -208,6 +208,7 @@ int emu_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     s.fault = kFaultNone;
     s.rnr_deadline_ns = 0;
     s.retry_deadline_ns = 0;
+    s.hold_until_ns = 0;
     for (int k = 0; k < w->num_sge; k++) s.sge[k] = Sge{w->sg_list[k].addr, w->sg_list[k].length, w->sg_list[k].lkey};
     if (w->send_flags & IBV_SEND_INLINE) {
       // Inline data is captured now: the caller may reuse its buffer as soon as we return.
@@ -219,6 +220,7 @@ int emu_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     g.send_wr_count++;
     for (const FaultRule& f : g.faults)
       if (f.nth == g.send_wr_count && f.kind != kFaultPostEinval) s.fault = f.kind;
+    if (s.fault == kFaultHold) s.hold_until_ns = now_ns() + g.hold_ns;
     s.seq = ++q.sq_posted;
     wr_list_push(q.sq_head, q.sq_tail, i);
     q.sq_pending++;

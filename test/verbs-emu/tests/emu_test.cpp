@@ -1231,6 +1231,74 @@ void t_fault_post_einval() {
            });
 }
 
+// hold: the N-th WR stays in flight for VERBSEMU_HOLD_US (later WRs of its QP wait behind it,
+// as RC orders them), then runs; a QP moved to ERR meanwhile flushes it and nothing lands.
+void t_fault_hold() {
+  for (int to_err = 0; to_err < 2; to_err++) {
+    const char* name = to_err ? "VERBSEMU_FAULT=hold@2, QP to ERR during the hold: the 2nd and 3rd write flush, "
+                                "never land (target polls past the hold)"
+                              : "VERBSEMU_FAULT=hold@2 (VERBSEMU_HOLD_US=150000): the 2nd write and the 3rd "
+                                "behind it land only after the hold, in order";
+    run_pair(name, [to_err](int role, Link& l) {
+      if (role == 1) {
+        setenv("VERBSEMU_FAULT", "hold@2", 1);
+        setenv("VERBSEMU_HOLD_US", "150000", 1);
+      }
+      Opts o;
+      Ep e = make_ep(o);
+      Info peer = exchange(l, e);
+      connect(e, peer, o);
+      l.signal('c');
+      l.wait('c');
+      if (role == 1) {
+        for (size_t i = 0; i < 192; i++) e.buf[i] = static_cast<uint8_t>(i + 9);
+        double t0 = now_s();
+        for (int k = 0; k < 3; k++)
+          CHECK_EQ(post_write(e, static_cast<uint64_t>(k + 1), e.buf + k * 64, 64, e.mr->lkey,
+                              peer.addr + static_cast<uint64_t>(k) * 64, peer.rkey),
+                   0);
+        ibv_wc wc = wait_wc(e.cq);
+        CHECK_EQ(wc.wr_id, 1);
+        CHECK_STATUS(wc, IBV_WC_SUCCESS);
+        expect_no_wc(e.cq, 0.03);
+        l.signal('h');  // the target looks while the 2nd is held
+        l.wait('h');
+        if (to_err) {
+          ibv_qp_attr a{};
+          a.qp_state = IBV_QPS_ERR;
+          CHECK_EQ(ibv_modify_qp(e.qp, &a, IBV_QP_STATE), 0);
+        }
+        ibv_wc_status want = to_err ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS;
+        wc = wait_wc(e.cq);
+        CHECK_EQ(wc.wr_id, 2);
+        CHECK_STATUS(wc, want);
+        if (!to_err) CHECK(now_s() - t0 >= 0.15);
+        wc = wait_wc(e.cq);
+        CHECK_EQ(wc.wr_id, 3);
+        CHECK_STATUS(wc, want);
+        l.signal('d');
+      } else {
+        l.wait('h');
+        for (size_t i = 0; i < 64; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 9));
+        CHECK(all_fill(e.buf + 64, e.len - 64));
+        l.signal('h');
+        l.wait('d');
+        expect_no_wc(e.cq, 0.3);  // polls (drives the emulator) well past the hold
+        for (size_t i = 0; i < 64; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 9));
+        if (to_err) {
+          CHECK(all_fill(e.buf + 64, e.len - 64));
+        } else {
+          for (size_t i = 64; i < 192; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 9));
+          CHECK(all_fill(e.buf + 192, e.len - 192));
+        }
+      }
+      l.signal('x');
+      l.wait('x');
+      destroy_ep(e);
+    });
+  }
+}
+
 void t_srq() {
   run_pair("SRQ: receives come from the SRQ, post_recv on its QP is EINVAL, limit event, destroy EBUSY",
            [](int role, Link& l) {
@@ -1583,6 +1651,7 @@ int main(int argc, char** argv) {
       {"states2", t_state_machine2},
       {"faults", t_faults},
       {"postfault", t_fault_post_einval},
+      {"hold", t_fault_hold},
       {"maxmsg", t_max_msg},
       {"srq", t_srq},
       {"events", t_events},
