@@ -37,6 +37,7 @@ constexpr uint32_t kMaxCqe = 65536;
 constexpr uint32_t kAsyncRing = 32;
 constexpr uint32_t kMaxRdAtomic = 16;
 constexpr uint32_t kMaxMsg = 1u << 30;  // the port's max_msg_sz unless VERBSEMU_MAX_MSG lowers it
+constexpr uint64_t kHoldNs = 200000000;  // a VERBSEMU_FAULT=hold WR's time in flight unless VERBSEMU_HOLD_US
 
 // Injected faults (VERBSEMU_FAULT).
 enum Fault : int32_t {
@@ -197,7 +198,7 @@ struct Registry {
   pthread_mutex_t lock;
   uint64_t next_id;
   uint32_t next_lid;
-  uint32_t pending_total;  // WRs waiting in send queues (RNR / unreachable peer)
+  uint32_t pending_total;  // WRs waiting in send queues (RNR / unreachable peer / held)
   uint32_t wr_bump, wr_free;
   uint8_t chunk_used[kCqeChunks];
   CtxRec ctx[kMaxCtx];
@@ -264,7 +265,7 @@ struct Local {
   int tx_sock = -1;  // unbound datagram socket used to wake other processes
   std::vector<FaultRule> faults;
   bool faults_parsed = false;
-  uint64_t hold_ns = 200000000;  // VERBSEMU_HOLD_US (kFaultHold), default 200 ms
+  uint64_t hold_ns = kHoldNs;  // VERBSEMU_HOLD_US (kFaultHold), read at every ibv_open_device
   uint32_t max_msg = kMaxMsg;  // VERBSEMU_MAX_MSG, read at every ibv_open_device
   uint64_t send_wr_count = 0;
   std::vector<std::string> leak_notes;
@@ -293,6 +294,7 @@ bool leak_check_enabled();
 // VERBSEMU_CHECK_LEAKS set and not "objects": also QPs destroyed with send completions unread.
 bool unread_check_enabled();
 void parse_max_msg();  // g.max_msg from VERBSEMU_MAX_MSG
+void parse_hold();     // g.hold_ns from VERBSEMU_HOLD_US
 void diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Slot allocation: returns kNil when the table is full. The generation counter survives.

@@ -359,17 +359,6 @@ void parse_faults() {
     }
     g.faults.push_back({f, nth});
   }
-  // VERBSEMU_HOLD_US=us (1 .. 10 s): how long a "hold" WR stays in flight
-  const char* h = getenv("VERBSEMU_HOLD_US");
-  if (h && *h) {
-    char* end = nullptr;
-    uint64_t us = strtoull(h, &end, 10);
-    if (!end || *end || us == 0 || us > 10000000) {
-      diag("VERBSEMU_HOLD_US: '%s' is not a number of microseconds in 1 .. 10000000", h);
-      abort();
-    }
-    g.hold_ns = us * 1000;
-  }
 }
 
 // VERBSEMU_MAX_MSG=bytes (1 .. kMaxMsg): a smaller max_msg_sz, so that tests can reach what
@@ -387,6 +376,22 @@ void parse_max_msg() {
     abort();
   }
   g.max_msg = static_cast<uint32_t>(n);
+}
+
+// VERBSEMU_HOLD_US=us (1 .. 10 s, default 200 ms): how long a VERBSEMU_FAULT=hold WR stays in
+// flight, counted from its post. Read at every ibv_open_device like VERBSEMU_MAX_MSG, also
+// without VERBSEMU_FAULT, so that a bad value is always reported: a message and abort().
+void parse_hold() {
+  g.hold_ns = kHoldNs;
+  const char* s = getenv("VERBSEMU_HOLD_US");
+  if (!s || !*s) return;
+  char* end = nullptr;
+  unsigned long long us = strtoull(s, &end, 10);
+  if (*end != '\0' || us == 0 || us > 10000000) {
+    diag("VERBSEMU_HOLD_US=%s: want microseconds from 1 to 10000000", s);
+    abort();
+  }
+  g.hold_ns = static_cast<uint64_t>(us) * 1000;
 }
 
 bool leak_check_enabled() {

@@ -487,6 +487,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     Registry& r = *g.reg;
     parse_faults();
     parse_max_msg();
+    parse_hold();
     reap_dead();
     uint32_t s = alloc_slot(r.ctx);
     if (s == kNil) {

@@ -1231,18 +1231,30 @@ void t_fault_post_einval() {
            });
 }
 
-// hold: the N-th WR stays in flight for VERBSEMU_HOLD_US (later WRs of its QP wait behind it,
-// as RC orders them), then runs; a QP moved to ERR meanwhile flushes it and nothing lands.
+// hold: the N-th WR stays in flight for VERBSEMU_HOLD_US from its post (later WRs of its QP
+// wait behind it, as RC orders them), then runs when either side drives the emulator; a QP
+// moved to ERR meanwhile flushes it and nothing lands. Three cases: the initiator polls past
+// the hold; the target alone polls past it (the initiator sleeps); the initiator moves its QP
+// to ERR during the hold. The hold (0.5 s) leaves a wide margin for the looks inside it.
 void t_fault_hold() {
-  for (int to_err = 0; to_err < 2; to_err++) {
-    const char* name = to_err ? "VERBSEMU_FAULT=hold@2, QP to ERR during the hold: the 2nd and 3rd write flush, "
-                                "never land (target polls past the hold)"
-                              : "VERBSEMU_FAULT=hold@2 (VERBSEMU_HOLD_US=150000): the 2nd write and the 3rd "
-                                "behind it land only after the hold, in order";
-    run_pair(name, [to_err](int role, Link& l) {
+  enum Mode { kInitiatorRuns, kTargetRuns, kToErr };
+  const struct {
+    Mode mode;
+    const char* name;
+  } cases[] = {
+      {kInitiatorRuns, "VERBSEMU_FAULT=hold@2 (VERBSEMU_HOLD_US=500000): the 2nd write and the 3rd behind it "
+                       "land only after the hold, in order (the initiator polls)"},
+      {kTargetRuns, "VERBSEMU_FAULT=hold@2: the target's polling alone runs the held write after the hold"},
+      {kToErr, "VERBSEMU_FAULT=hold@2, QP to ERR during the hold: the 2nd and 3rd write flush, never land "
+               "(the target polls past the hold)"},
+  };
+  for (const auto& c : cases) {
+    const Mode mode = c.mode;
+    run_pair(c.name, [mode](int role, Link& l) {
+      constexpr double kHold = 0.5;
       if (role == 1) {
         setenv("VERBSEMU_FAULT", "hold@2", 1);
-        setenv("VERBSEMU_HOLD_US", "150000", 1);
+        setenv("VERBSEMU_HOLD_US", "500000", 1);
       }
       Opts o;
       Ep e = make_ep(o);
@@ -1263,16 +1275,19 @@ void t_fault_hold() {
         expect_no_wc(e.cq, 0.03);
         l.signal('h');  // the target looks while the 2nd is held
         l.wait('h');
-        if (to_err) {
+        CHECK(now_s() - t0 < kHold);  // the looks were inside the hold
+        if (mode == kToErr) {
           ibv_qp_attr a{};
           a.qp_state = IBV_QPS_ERR;
           CHECK_EQ(ibv_modify_qp(e.qp, &a, IBV_QP_STATE), 0);
+        } else if (mode == kTargetRuns) {
+          l.wait('t');  // no poll here: the target ran them
         }
-        ibv_wc_status want = to_err ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS;
+        ibv_wc_status want = mode == kToErr ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS;
         wc = wait_wc(e.cq);
         CHECK_EQ(wc.wr_id, 2);
         CHECK_STATUS(wc, want);
-        if (!to_err) CHECK(now_s() - t0 >= 0.15);
+        if (mode != kToErr) CHECK(now_s() - t0 >= kHold);
         wc = wait_wc(e.cq);
         CHECK_EQ(wc.wr_id, 3);
         CHECK_STATUS(wc, want);
@@ -1282,10 +1297,19 @@ void t_fault_hold() {
         for (size_t i = 0; i < 64; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 9));
         CHECK(all_fill(e.buf + 64, e.len - 64));
         l.signal('h');
+        if (mode == kTargetRuns) {
+          double end = now_s() + 2 * kHold;
+          while (*reinterpret_cast<volatile uint8_t*>(e.buf + 191) != static_cast<uint8_t>(191 + 9) && now_s() < end) {
+            ibv_wc wc{};
+            CHECK_EQ(ibv_poll_cq(e.cq, 1, &wc), 0);  // drives the emulator
+          }
+          for (size_t i = 64; i < 192; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 9));  // ran here
+          l.signal('t');
+        }
         l.wait('d');
-        expect_no_wc(e.cq, 0.3);  // polls (drives the emulator) well past the hold
+        expect_no_wc(e.cq, kHold / 2);  // polls on, well past the hold
         for (size_t i = 0; i < 64; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 9));
-        if (to_err) {
+        if (mode == kToErr) {
           CHECK(all_fill(e.buf + 64, e.len - 64));
         } else {
           for (size_t i = 64; i < 192; i++) CHECK_EQ(e.buf[i], static_cast<uint8_t>(i + 9));
