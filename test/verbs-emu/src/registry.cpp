@@ -361,37 +361,33 @@ void parse_faults() {
   }
 }
 
-// VERBSEMU_MAX_MSG=bytes (1 .. kMaxMsg): a smaller max_msg_sz, so that tests can reach what
-// a consumer does with a message above the port's limit without moving a gigabyte. Read at
-// every ibv_open_device (like VERBSEMU_FAULT); anything else is a mistake in the test's
-// environment: a message and abort().
-void parse_max_msg() {
-  g.max_msg = kMaxMsg;
-  const char* s = getenv("VERBSEMU_MAX_MSG");
-  if (!s || !*s) return;
+// The environment variable `name`: unset or empty gives `dflt`; a whole number in lo .. hi
+// is taken; anything else is a mistake in the test's environment: a message and abort().
+static uint64_t env_count(const char* name, uint64_t lo, uint64_t hi, uint64_t dflt, const char* what) {
+  const char* s = getenv(name);
+  if (!s || !*s) return dflt;
   char* end = nullptr;
   unsigned long long n = strtoull(s, &end, 10);
-  if (*end != '\0' || n == 0 || n > kMaxMsg) {
-    diag("VERBSEMU_MAX_MSG=%s: want a byte count from 1 to %u", s, kMaxMsg);
+  if (*end != '\0' || n < lo || n > hi) {
+    diag("%s=%s: want %s from %llu to %llu", name, s, what, static_cast<unsigned long long>(lo),
+         static_cast<unsigned long long>(hi));
     abort();
   }
-  g.max_msg = static_cast<uint32_t>(n);
+  return n;
+}
+
+// VERBSEMU_MAX_MSG=bytes (1 .. kMaxMsg): a smaller max_msg_sz, so that tests can reach what
+// a consumer does with a message above the port's limit without moving a gigabyte. Read at
+// every ibv_open_device (like VERBSEMU_FAULT).
+void parse_max_msg() {
+  g.max_msg = static_cast<uint32_t>(env_count("VERBSEMU_MAX_MSG", 1, kMaxMsg, kMaxMsg, "a byte count"));
 }
 
 // VERBSEMU_HOLD_US=us (1 .. 10 s, default 200 ms): how long a VERBSEMU_FAULT=hold WR stays in
 // flight, counted from its post. Read at every ibv_open_device like VERBSEMU_MAX_MSG, also
-// without VERBSEMU_FAULT, so that a bad value is always reported: a message and abort().
+// without VERBSEMU_FAULT, so that a bad value is always reported.
 void parse_hold() {
-  g.hold_ns = kHoldNs;
-  const char* s = getenv("VERBSEMU_HOLD_US");
-  if (!s || !*s) return;
-  char* end = nullptr;
-  unsigned long long us = strtoull(s, &end, 10);
-  if (*end != '\0' || us == 0 || us > 10000000) {
-    diag("VERBSEMU_HOLD_US=%s: want microseconds from 1 to 10000000", s);
-    abort();
-  }
-  g.hold_ns = static_cast<uint64_t>(us) * 1000;
+  g.hold_ns = env_count("VERBSEMU_HOLD_US", 1, 10000000, kHoldNs / 1000, "microseconds") * 1000;
 }
 
 bool leak_check_enabled() {

@@ -1141,6 +1141,28 @@ void t_max_msg() {
            });
 }
 
+// The start of the VERBSEMU_FAULT tests: e connected to the peer, both sides past 'c'; the
+// initiator (role 1) fills its first 192 bytes with i + add, posts them as three 64-byte
+// writes to the same offsets (wr_id 1..3; the post of wr_id `refused` must return EINVAL,
+// the others 0) and reaps wr_id 1's success. Returns when the writes were posted (role 1).
+double fault_start(int role, Link& l, Ep& e, const Opts& o, uint8_t add, int refused = 0) {
+  Info peer = exchange(l, e);
+  connect(e, peer, o);
+  l.signal('c');
+  l.wait('c');
+  if (role != 1) return 0;
+  for (size_t i = 0; i < 192; i++) e.buf[i] = static_cast<uint8_t>(i + add);
+  double posted = now_s();
+  for (int k = 0; k < 3; k++)
+    CHECK_EQ(post_write(e, static_cast<uint64_t>(k + 1), e.buf + k * 64, 64, e.mr->lkey,
+                        peer.addr + static_cast<uint64_t>(k) * 64, peer.rkey),
+             k + 1 == refused ? EINVAL : 0);
+  ibv_wc wc = wait_wc(e.cq);
+  CHECK_EQ(wc.wr_id, 1);
+  CHECK_STATUS(wc, IBV_WC_SUCCESS);
+  return posted;
+}
+
 void t_faults() {
   const struct {
     const char* spec;
@@ -1159,20 +1181,9 @@ void t_faults() {
       if (role == 1) setenv("VERBSEMU_FAULT", spec, 1);
       Opts o;
       Ep e = make_ep(o);
-      Info peer = exchange(l, e);
-      connect(e, peer, o);
-      l.signal('c');
-      l.wait('c');
+      fault_start(role, l, e, o, 3);
       if (role == 1) {
-        for (size_t i = 0; i < 192; i++) e.buf[i] = static_cast<uint8_t>(i + 3);
-        for (int k = 0; k < 3; k++)
-          CHECK_EQ(post_write(e, static_cast<uint64_t>(k + 1), e.buf + k * 64, 64, e.mr->lkey,
-                              peer.addr + static_cast<uint64_t>(k) * 64, peer.rkey),
-                   0);
         ibv_wc wc = wait_wc(e.cq);
-        CHECK_EQ(wc.wr_id, 1);
-        CHECK_STATUS(wc, IBV_WC_SUCCESS);
-        wc = wait_wc(e.cq);
         CHECK_EQ(wc.wr_id, 2);
         CHECK_STATUS(wc, want);
         wc = wait_wc(e.cq);
@@ -1200,20 +1211,9 @@ void t_fault_post_einval() {
              if (role == 1) setenv("VERBSEMU_FAULT", "post_einval@2", 1);
              Opts o;
              Ep e = make_ep(o);
-             Info peer = exchange(l, e);
-             connect(e, peer, o);
-             l.signal('c');
-             l.wait('c');
+             fault_start(role, l, e, o, 5, 2);
              if (role == 1) {
-               for (size_t i = 0; i < 192; i++) e.buf[i] = static_cast<uint8_t>(i + 5);
-               for (int k = 0; k < 3; k++)
-                 CHECK_EQ(post_write(e, static_cast<uint64_t>(k + 1), e.buf + k * 64, 64, e.mr->lkey,
-                                     peer.addr + static_cast<uint64_t>(k) * 64, peer.rkey),
-                          k == 1 ? EINVAL : 0);
                ibv_wc wc = wait_wc(e.cq);
-               CHECK_EQ(wc.wr_id, 1);
-               CHECK_STATUS(wc, IBV_WC_SUCCESS);
-               wc = wait_wc(e.cq);
                CHECK_EQ(wc.wr_id, 3);
                CHECK_STATUS(wc, IBV_WC_SUCCESS);
                CHECK_EQ(qp_state(e.qp), IBV_QPS_RTS);
@@ -1258,20 +1258,8 @@ void t_fault_hold() {
       }
       Opts o;
       Ep e = make_ep(o);
-      Info peer = exchange(l, e);
-      connect(e, peer, o);
-      l.signal('c');
-      l.wait('c');
+      double t0 = fault_start(role, l, e, o, 9);
       if (role == 1) {
-        for (size_t i = 0; i < 192; i++) e.buf[i] = static_cast<uint8_t>(i + 9);
-        double t0 = now_s();
-        for (int k = 0; k < 3; k++)
-          CHECK_EQ(post_write(e, static_cast<uint64_t>(k + 1), e.buf + k * 64, 64, e.mr->lkey,
-                              peer.addr + static_cast<uint64_t>(k) * 64, peer.rkey),
-                   0);
-        ibv_wc wc = wait_wc(e.cq);
-        CHECK_EQ(wc.wr_id, 1);
-        CHECK_STATUS(wc, IBV_WC_SUCCESS);
         expect_no_wc(e.cq, 0.03);
         l.signal('h');  // the target looks while the 2nd is held
         l.wait('h');
@@ -1284,7 +1272,7 @@ void t_fault_hold() {
           l.wait('t');  // no poll here: the target ran them
         }
         ibv_wc_status want = mode == kToErr ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS;
-        wc = wait_wc(e.cq);
+        ibv_wc wc = wait_wc(e.cq);
         CHECK_EQ(wc.wr_id, 2);
         CHECK_STATUS(wc, want);
         if (mode != kToErr) CHECK(now_s() - t0 >= kHold);
