@@ -1,6 +1,7 @@
 /*
  * part_pvar.h: the engine's MPI_T performance variables (and integer control variables:
- * cv_read_int) by name, for this project's tests.
+ * cv_read_int) by name, for this project's tests; also progress_for (progress for a while,
+ * touching no partitioned request), which pv_settle's callers and others need.
  * Include it after the test's own `static int rank, errs;` (a missing pvar, one of another
  * type, or a failed read is reported on stderr and counted in errs). Call MPI_T_init_thread
  * first and pv_finalize at the end (it frees the session, then MPI_T_finalize).
@@ -94,6 +95,16 @@ static inline unsigned long long pv_settle(const char *name, unsigned long long 
         v = pv_read(name);
     }
     return v;
+}
+
+/* Make progress for secs seconds without touching any partitioned request (MPI_Iprobe on
+ * a tag no test sends): what is in flight arrives, what waits on a peer goes. */
+static inline void progress_for(double secs)
+{
+    double t0 = MPI_Wtime();
+    int flag;
+    while (MPI_Wtime() - t0 < secs)
+        MPI_Iprobe(MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
 /* The end of the test's MPI_T use: the session pv_read made, then MPI_T_finalize. */

@@ -46,15 +46,6 @@ static int rank, errs = 0;
 #define PB 16           /* ints per partition of it */
 #define N 64            /* ints of the small operations */
 
-/* progress without touching any partitioned request */
-static void spin(double secs)
-{
-    double t0 = MPI_Wtime();
-    int f;
-    while (MPI_Wtime() - t0 < secs)
-        MPI_Iprobe(MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &f, MPI_STATUS_IGNORE);
-}
-
 /* MPI_Test until complete or secs passed; returns the error (MPI_ERR_PENDING: timed out) */
 static int wait_for(MPI_Request * req, double secs, const char *what)
 {
@@ -199,7 +190,7 @@ static void late_credit(void)
         ok(MPI_Request_free(&S), "MPI_Request_free S (before its PLAN)");
         double t0 = MPI_Wtime();
         while (pv_read("part_ops_live") > live0 && MPI_Wtime() - t0 < 5)
-            spin(0.0001);       /* the send is gone, its slot free */
+            progress_for(0.0001);        /* the send is gone, its slot free */
         usleep(200000);         /* R's credit arrives meanwhile, unread */
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < N; i++)
@@ -231,14 +222,14 @@ static void late_credit(void)
             fprintf(stderr, "rank 1: R succeeded, but its send was freed before starting\n");
             errs++;
         }
-        spin(0.5);      /* a credit still queued goes */
+        progress_for(0.5);      /* a credit still queued goes */
         ok(MPI_Request_free(&R), "MPI_Request_free R");
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < N; i++)
             b[i] = -1;
         ok(MPI_Precv_init(b, 1, N, MPI_INT, 0, 12, MPI_COMM_WORLD, MPI_INFO_NULL, &R),
            "MPI_Precv_init R2");
-        spin(1.0);      /* matched and planned, not started */
+        progress_for(1.0);      /* matched and planned, not started */
         for (int i = 0; i < N; i++)
             if (b[i] != -1) {
                 fprintf(stderr, "rank 1: R2's buffer was written before its MPI_Start: "

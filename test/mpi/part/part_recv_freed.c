@@ -142,11 +142,7 @@ static void check_settled(unsigned long long live0, unsigned long long ids0,
 {
     unsigned long long ids = pv_settle("part_tag_ids_in_use", ids0 + held, 10.0);
     unsigned long long live = pv_settle("part_ops_live", live0 + held, 10.0);
-    double t0 = MPI_Wtime();
-    while (MPI_Wtime() - t0 < 0.2) {
-        int flag;
-        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-    }
+    progress_for(0.2);
     if (ids != ids0 + held || live != live0 + held ||
         pv_read("part_tag_ids_in_use") != ids || pv_read("part_ops_live") != live) {
         fprintf(stderr, "rank %d: %s: part_tag_ids_in_use %llu then %llu, part_ops_live %llu "

@@ -50,15 +50,6 @@ static unsigned char pattern(int iter, size_t i)
     return (unsigned char) (i * 11 + iter * 29 + 3);
 }
 
-/* call MPICH's progress (MPI_Iprobe) for secs seconds */
-static void progress_for(double secs)
-{
-    int flag;
-    double end = MPI_Wtime() + secs;
-    while (MPI_Wtime() < end)
-        MPI_Iprobe(MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-}
-
 int main(int argc, char **argv)
 {
     int size, provided, hold_us = 300000, token = 0;
