@@ -285,7 +285,7 @@ for mode in $TEST_MODES; do
             # 15 minutes in all); the engine's own suite covers the same code
             # part_large (testlist.large) neither: 2.5 GiB is above the emulated port's
             # max_msg_sz, so it would repeat the shm mode's tag run;
-            # testlist.verbs's part_verbs_maxmsg tests that decision with 64 KiB
+            # testlist.verbs's part_rdma_maxmsg tests that decision with 64 KiB
             lists=testlist,$cvar,testlist.verbs ;;
         *) die "unknown test mode '$mode' (shm, nolocal, ofi-shm, ofi-tcp, verbs)" ;;
     esac

@@ -122,7 +122,7 @@ static int pv_check_detail(void)
     static const char *names[] = {
         "part_release_before_plan", "part_freed_while_planning", "part_withdraw_in_start",
         "part_pready_answer_raced", "part_rdma_stale_credits", "part_verbs_fail_last_ref",
-        "part_sample_after_free", "part_direct_armed_in_test"
+        "part_sample_after_free", "part_direct_armed_in_test", "part_inflight_late"
     };
     int errs = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -3,7 +3,10 @@
  *
  * MPI_ERRORS_RETURN is set on MPI_COMM_WORLD, MPI_COMM_SELF and the communicator used.
  * What it asserts (5 iterations each):
- * - MPI_Psend_init / MPI_Precv_init accept partitions = 0. Send 0 partitions against
+ * - MPI_Psend_init / MPI_Precv_init accept partitions = 0, also with the info key
+ *   mpich_part_thread_partitions = 1 (given in every case here; an operation of 0
+ *   partitions ignores it: it was MPI_ERR_INFO_VALUE, "from 1 to the 0 partitions", found
+ *   by a review of 2026-12-07). Send 0 partitions against
  *   receive 0 partitions: MPI_Start then MPI_Wait completes at once on both sides every
  *   iteration; the receive status counts 0 bytes.
  *   On the active requests MPI_Pready(0, send) and MPI_Parrived(recv, 0, &flag) return
@@ -96,10 +99,14 @@ static void run(int sparts, int rparts, int tag, int want_cls, const char *name)
     MPI_Status st;
     char what[200];
 
+    MPI_Info hint;
+    MPI_Info_create(&hint);
+    MPI_Info_set(hint, "mpich_part_thread_partitions", "1");
     if (rank == 0)
-        err = MPI_Psend_init(sbuf, sparts, 8, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
+        err = MPI_Psend_init(sbuf, sparts, 8, MPI_INT, 1, tag, comm, hint, &req);
     else
-        err = MPI_Precv_init(rbuf, rparts, 8, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
+        err = MPI_Precv_init(rbuf, rparts, 8, MPI_INT, 0, tag, comm, hint, &req);
+    MPI_Info_free(&hint);
     snprintf(what, sizeof(what), "%s (%s)", rank == 0 ? "MPI_Psend_init" : "MPI_Precv_init",
              name);
     /* both sides must have a request, or the case is skipped (after the error is counted) */

@@ -41,11 +41,13 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Testing aid: a receive's MPI_Start that begins its iteration under the engine lock
-        (not in the steady state) busy-waits this many microseconds after it released the
-        lock, before it releases the last iteration's wire requests, so that a sender's
-        WITHDRAW can be handled meanwhile (threads/part/part_race_withdraw; pvar
-        part_withdraw_in_start counts those). 0: off.
+        Testing aid: an MPI_Start that begins its iteration under the engine lock (not in
+        the steady state) busy-waits this many microseconds after it released the lock,
+        before it releases the last iteration's wire requests: for a receive, so that a
+        sender's WITHDRAW can be handled meanwhile (threads/part/part_race_withdraw; pvar
+        part_withdraw_in_start counts those); for a send, so that a thread held up in the
+        last iteration's MPI_Pready comes meanwhile (threads/part/part_race_inflight, with
+        MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US). 0: off.
 
     - name        : MPIR_CVAR_PART_DEBUG_PREADY_DELAY_US
       category    : CH4_PART
@@ -101,6 +103,90 @@ void MPIDI_PART_poke_progress(void)
     MPL_atomic_relaxed_store_int(&MPIDI_VCI(0).progress_count, c + 1);
 }
 
+/* ---- errors kept across iterations ------------------------------------------------------ */
+
+/* An operation that failed completes this and every later iteration with its error. MPICH's
+ * error code names a slot of a ring of messages that later errors reuse (any process-wide
+ * error, in any thread), so the code itself goes stale: returned again after enough other
+ * errors, MPICH prints "Ring ids do not match" and the call returns MPI_ERR_OTHER without
+ * the cause (found by a review; part/part_error_again). The class and the message are copied
+ * when the error is kept, and every report makes a new code from them. */
+struct MPIDI_PART_errtext {
+    int error_class;
+    char msg[];
+};
+
+/* The specific messages of err's stack (MPIR_Err_get_string: the class's message, then
+ * ", error stack:" and one "function(line): message" line per level), joined by ": "; the
+ * whole string when it has no stack. */
+static void error_specific(int err, char *out, size_t len)
+{
+    char *all = MPL_malloc(MPI_MAX_ERROR_STRING, MPL_MEM_OTHER);
+    out[0] = '\0';
+    if (all == NULL)
+        return;
+    MPIR_Err_get_string(err, all, MPI_MAX_ERROR_STRING, NULL);
+    const char *stack = strstr(all, "error stack:\n");
+    if (stack == NULL) {
+        MPL_strncpy(out, all, len);
+    } else {
+        size_t used = 0;
+        for (const char *line = stack + strlen("error stack:\n"); *line;) {
+            const char *end = strchr(line, '\n'), *msg = strstr(line, ": ");
+            if (end == NULL)
+                end = line + strlen(line);
+            if (msg != NULL && msg < end && msg + 2 < end) {
+                msg += 2;
+                int n = snprintf(out + used, len - used, "%s%.*s", used ? ": " : "",
+                                 (int) (end - msg), msg);
+                if (n < 0 || (size_t) n >= len - used)
+                    break;      /* cut at len */
+                used += (size_t) n;
+            }
+            line = *end ? end + 1 : end;
+        }
+        if (used == 0)
+            MPL_strncpy(out, all, len);
+    }
+    MPL_free(all);
+}
+
+void MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err)
+{
+    if (err == MPI_SUCCESS || __atomic_load_n(&op->error_text, __ATOMIC_ACQUIRE) != NULL)
+        return;
+    char msg[MPI_MAX_ERROR_STRING];
+    error_specific(err, msg, sizeof(msg));
+    struct MPIDI_PART_errtext *t = MPL_malloc(sizeof(*t) + strlen(msg) + 1, MPL_MEM_OTHER);
+    if (t == NULL)
+        return; /* the code itself is reported then */
+    t->error_class = MPIR_ERR_GET_CLASS(err);
+    strcpy(t->msg, msg);
+    struct MPIDI_PART_errtext *none = NULL;
+    if (!__atomic_compare_exchange_n(&op->error_text, &none, t, 0, __ATOMIC_RELEASE,
+                                      __ATOMIC_RELAXED))
+        MPL_free(t);    /* another thread's came first */
+}
+
+void MPIDI_PART_set_error(MPIDI_PART_op_t * op, int err)
+{
+    MPIDI_PART_keep_error(op, err);
+    /* atomic: MPIDI_PART_set_status may read it meanwhile (a receiver's direct_arm) */
+    __atomic_store_n(&op->error, err, __ATOMIC_RELAXED);
+}
+
+int MPIDI_PART_error_again(MPIDI_PART_op_t * op, int err)
+{
+    if (err == MPI_SUCCESS)
+        return MPI_SUCCESS;
+    struct MPIDI_PART_errtext *t = __atomic_load_n(&op->error_text, __ATOMIC_ACQUIRE);
+    if (t == NULL)
+        return err;     /* not kept (no memory for its text) */
+    int errclass = t->error_class;      /* (MPICH's message extraction wants that name) */
+    return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                errclass, "**partagain", "**partagain %s", t->msg);
+}
+
 /* The status of the iteration that completes (before the completion is published). */
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op)
 {
@@ -108,6 +194,8 @@ void MPIDI_PART_set_status(MPIDI_PART_op_t * op)
     /* atomic: a refusal may set it in the hook while a receiver's direct_arm reads it (the
      * hook then sets the status again before it cancels; ThreadSanitizer) */
     int error = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+    if (unlikely(error != MPI_SUCCESS))
+        error = MPIDI_PART_error_again(op, error);
     if (op->is_send) {
         req->status.MPI_ERROR = error;
         return;
@@ -159,12 +247,21 @@ void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
         iteration_done(op);
 }
 
-void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op)
+/* iter: the message's iteration, read before its send or receive was posted. A caller held
+ * up after its test found the message in flight may come when another thread's poll has
+ * counted it, the iteration has ended and the program's MPI_Start has begun the next one
+ * (its lock released, the last iteration's requests not yet released: start_locked): put
+ * back in the polling list then, the operation would have the hook count those old
+ * requests as the new iteration's messages, which could then end before the program
+ * readied them (found by a review). Its iteration is over then: nothing to poll. */
+void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
 {
     if (MPL_atomic_acquire_load_int(&op->in_poll))
         return;
     MPIDI_PART_LOCK();
-    if (!MPL_atomic_relaxed_load_int(&op->in_poll)) {
+    if (MPIDI_PART_st_iter(&op->st) != iter)
+        MPIDI_PART_PVAR_ADD(INFLIGHT_LATE, 1);
+    else if (!MPL_atomic_relaxed_load_int(&op->in_poll)) {
         op->pnext = MPIDI_PART_global.polling;
         MPIDI_PART_global.polling = op;
         MPL_atomic_release_store_int(&op->in_poll, 1);
@@ -228,14 +325,16 @@ int MPIDI_PART_op_alloc_msgs(MPIDI_PART_op_t * op, int nmsgs)
 /* ---- creation and destruction ----------------------------------------------------------- */
 
 /* The info key mpich_part_thread_partitions: how many consecutive partitions one thread
- * readies (sender) or polls (receiver). 0 when absent; an error unless 1..partitions. */
+ * readies (sender) or polls (receiver). 0 when absent; an error unless 1..partitions;
+ * ignored by an operation of 0 partitions (no value could be right: it was an error that
+ * asked for a number "from 1 to the 0 partitions"; found by a review). */
 static int thread_parts_hint(MPIR_Info * info, int partitions, int *value)
 {
     int mpi_errno = MPI_SUCCESS, flag = 0;
     char str[MPI_MAX_INFO_VAL + 1];
 
     *value = 0;
-    if (info == NULL)
+    if (info == NULL || partitions == 0)
         goto fn_exit;
     mpi_errno = MPIR_Info_get_impl(info, "mpich_part_thread_partitions", MPI_MAX_INFO_VAL, str,
                                    &flag);
@@ -256,6 +355,7 @@ void MPIDI_PART_op_free_memory(MPIDI_PART_op_t * op)
     MPL_free(op->msgs_mem);
     MPL_free(op->rts_ext);
     MPL_free(op->obs_base);
+    MPL_free(op->error_text);
     MPL_free(op);       /* with a sender's ready flags */
 }
 
@@ -691,11 +791,12 @@ static int start_locked(MPIDI_PART_op_t * op, int *action)
         rdma_wait = op->is_send && !MPIDI_PART_st_is_armed(&op->st);
     }
 #endif
-    int start_window = unlikely(MPIR_CVAR_PART_DEBUG_START_DELAY_US > 0) && !op->is_send;
+    int start_delay = unlikely(MPIR_CVAR_PART_DEBUG_START_DELAY_US > 0);
+    int start_window = start_delay && !op->is_send;
     if (start_window)
         __atomic_store_n(&op->start_window, 1, __ATOMIC_RELAXED);      /* under the lock */
     MPIDI_PART_UNLOCK();
-    if (start_window)
+    if (start_delay)
         MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_START_DELAY_US);
     /* the request is not active yet: nothing reads the previous iteration's messages (an
      * operation planned only after the lock was released has none) */
@@ -1076,10 +1177,11 @@ static inline int arrived_error(MPIDI_PART_op_t * op, int mpi_errno)
 {
     if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) &&
         op->st.iter >= op->refused_from && mpi_errno == MPI_SUCCESS)
-        mpi_errno = op->error;  /* set before the iteration ended (under the lock) */
+        mpi_errno = MPIDI_PART_error_again(op, op->error);  /* set before the iteration
+                                                                 * ended (under the lock) */
 #ifdef MPIDI_CH4_PART_RDMA
     if (unlikely(op->rdma != NULL) && mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_PART_rdma_error_of(op);
+        mpi_errno = MPIDI_PART_error_again(op, MPIDI_PART_rdma_error_of(op));
 #endif
     return mpi_errno;
 }
@@ -1185,7 +1287,8 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
          * it and started a next one whose re-plan failed must not blame the done one */
         *flag = 1;
         if (iter == MPIDI_PART_st_iter(&op->st))
-            mpi_errno = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+            mpi_errno = MPIDI_PART_error_again(op, __atomic_load_n(&op->error,
+                                                                   __ATOMIC_RELAXED));
     } else {
         *flag = 1;      /* nothing travels (EMPTY) */
     }

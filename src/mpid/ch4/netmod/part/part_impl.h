@@ -121,7 +121,10 @@ typedef struct MPIDI_PART_op {
                                  * receive's MPI_Start is between beginning its iteration
                                  * and releasing the last one's requests (atomic; pvar
                                  * part_withdraw_in_start) */
-    int error;                  /* mpi_errno every iteration completes with (FAILED) */
+    int error;                  /* mpi_errno every iteration completes with (FAILED): the
+                                 * first code; reported through MPIDI_PART_error_again */
+    struct MPIDI_PART_errtext *error_text;      /* the text of the first error kept
+                                                 * (MPIDI_PART_keep_error; atomic pointer) */
     uint32_t serial;            /* sender: its RTS's serial; receiver: the matched RTS's */
     int refused;                /* receiver: its sender withdrew (WITHDRAW): the status it
                                  * gave (FREED or ERROR); sender: its receive was freed
@@ -390,6 +393,7 @@ enum MPIDI_PART_pvar_index {
     MPIDI_PART_PV_VERBS_FAIL_LAST_REF,
     MPIDI_PART_PV_SAMPLE_AFTER_FREE,
     MPIDI_PART_PV_DIRECT_ARMED_IN_TEST,
+    MPIDI_PART_PV_INFLIGHT_LATE,
     MPIDI_PART_PV_COUNT
 };
 extern MPIDI_PART_pvar_t MPIDI_PART_pvars[MPIDI_PART_PV_COUNT];
@@ -442,7 +446,16 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
  * caller, whose iteration is over, is ignored; part_state.h) */
 void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter);
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
-void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op);   /* lock-free: have the hook poll op */
+/* An error an operation keeps for later iterations (op->error, an RDMA doom's code): its
+ * class and text are copied now (the first kept wins), since MPICH's error codes name a
+ * slot of a ring that later errors reuse. */
+void MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err);
+void MPIDI_PART_set_error(MPIDI_PART_op_t * op, int err);      /* keep_error, then op->error */
+/* What a call that reports err (a kept code, MPI_SUCCESS: none) returns: a new code with
+ * the kept class and text */
+int MPIDI_PART_error_again(MPIDI_PART_op_t * op, int err);
+/* lock-free: have the hook poll op, whose message of iteration iter is in flight */
+void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter);
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* over (also one without messages) */
 int MPIDI_PART_send_ready(MPIDI_PART_op_t * op, const int32_t * msgs, int n);
 void MPIDI_PART_poll_all(unsigned events);

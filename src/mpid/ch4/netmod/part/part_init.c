@@ -163,6 +163,10 @@ static const struct {
         "then found it armed for direct completion (another thread posted and armed the "
         "receive between the two reads); counted only under the testing aid "
         "MPIR_CVAR_PART_DEBUG_TAG_TEST_DELAY_US", 1},
+    [MPIDI_PART_PV_INFLIGHT_LATE] = {"part_inflight_late", 0,
+        "Tag-transport wire messages whose sender or receiver, held up after it saw the "
+        "message in flight, came to have the progress hook poll it only once its iteration "
+        "had ended and the next had begun (nothing to poll: the message was counted)", 1},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -227,19 +227,20 @@ static int decide_plan(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
         /* iteration numbers travel on the wire (CTS, LAYOUT, credits): both sides must
          * count from the same base, or each would wait for an iteration the other never
          * names (only the testing aid MPIR_CVAR_PART_DEBUG_ITERS_BELOW_2_32 moves it) */
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**partiterbase",
-                                         "**partiterbase %d %L %d %L", op->peer,
-                                         iters_below(op->peer_iter0), op->comm->rank,
-                                         iters_below(MPIDI_PART_ITER0));
+        MPIDI_PART_set_error(op, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                      __LINE__, MPI_ERR_OTHER, "**partiterbase",
+                                                      "**partiterbase %d %L %d %L", op->peer,
+                                                      iters_below(op->peer_iter0), op->comm->rank,
+                                                      iters_below(MPIDI_PART_ITER0)));
         return MPIDI_PART_STATUS_ERROR;
     }
     if (op->peer_bytes > op->total_bytes) {
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_TRUNCATE, "**partsizemismatch",
-                                         "**partsizemismatch %d %L %d %L", op->peer,
-                                         (long long) op->peer_bytes, op->comm->rank,
-                                         (long long) op->total_bytes);
+        MPIDI_PART_set_error(op, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                      __LINE__, MPI_ERR_TRUNCATE,
+                                                      "**partsizemismatch",
+                                                      "**partsizemismatch %d %L %d %L", op->peer,
+                                                      (long long) op->peer_bytes, op->comm->rank,
+                                                      (long long) op->total_bytes));
         return MPIDI_PART_STATUS_MISMATCH;
     }
     if (op->partitions == 0 || op->peer_partitions == 0)
@@ -256,9 +257,10 @@ static int decide_plan(MPIDI_PART_op_t * op, MPIDI_PART_plan_t * plan)
                                           (int32_t) MPIDI_PART_gcd(sp, rp), max_msgs);
     int rc = MPIDI_PART_plan_make(sp, rp, op->peer_bytes, limit, max_msgs, plan);
     if (rc != MPIDI_PART_PLAN_OK) {
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**partplan", "**partplan %d %d",
-                                         op->peer_partitions, op->partitions);
+        MPIDI_PART_set_error(op, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                      __LINE__, MPI_ERR_OTHER, "**partplan",
+                                                      "**partplan %d %d", op->peer_partitions,
+                                                      op->partitions));
         return MPIDI_PART_STATUS_ERROR;
     }
     if (!equal) {
@@ -360,7 +362,7 @@ int MPIDI_PART_match_posted(MPIDI_PART_op_t * op)
             hdr->rop = (uint64_t) (uintptr_t) op;
         }
         if (err) {
-            op->error = err;
+            MPIDI_PART_set_error(op, err);
             status = MPIDI_PART_STATUS_ERROR;
             tp = NULL;
         } else {
@@ -463,26 +465,27 @@ static int handle_plan(MPIDI_PART_op_t * op, const MPIDI_PART_hdr_t * hdr)
             err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                        MPI_ERR_OTHER, "**partdebugrefuse", 0);
         if (err) {
-            op->error = err;
+            MPIDI_PART_set_error(op, err);
             status = MPIDI_PART_STATUS_ERROR;
             if (tp)
                 tp->free(op);   /* whatever send_plan had set up */
             tp = NULL;
         }
     } else if (status == MPIDI_PART_STATUS_MISMATCH) {
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_TRUNCATE, "**partsizemismatch",
-                                         "**partsizemismatch %d %L %d %L", op->comm->rank,
-                                         (long long) op->total_bytes, op->peer,
-                                         (long long) hdr->bytes);
+        MPIDI_PART_set_error(op, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                      __LINE__, MPI_ERR_TRUNCATE,
+                                                      "**partsizemismatch",
+                                                      "**partsizemismatch %d %L %d %L",
+                                                      op->comm->rank, (long long) op->total_bytes,
+                                                      op->peer, (long long) hdr->bytes));
     } else if (status == MPIDI_PART_STATUS_FREED) {
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_REQUEST, "**partpeerfreed",
-                                         "**partpeerfreed %d %d", op->peer, op->tag);
+        MPIDI_PART_set_error(op, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                      __LINE__, MPI_ERR_REQUEST, "**partpeerfreed",
+                                                      "**partpeerfreed %d %d", op->peer, op->tag));
     } else if (status != MPIDI_PART_STATUS_OK) {
-        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**partpeerplan", "**partpeerplan %d",
-                                         op->peer);
+        MPIDI_PART_set_error(op, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                      __LINE__, MPI_ERR_OTHER, "**partpeerplan",
+                                                      "**partpeerplan %d", op->peer));
     }
 
 #ifdef MPIDI_CH4_PART_RDMA
@@ -613,9 +616,10 @@ static int layout_valid(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * p)
 
 static void fail_layout(MPIDI_PART_op_t * op, const MPIDI_PART_plan_t * p)
 {
-    op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                     MPI_ERR_OTHER, "**partbadlayout",
-                                     "**partbadlayout %d %d %d", op->peer, p->gcd, p->merge);
+    MPIDI_PART_set_error(op, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                  __LINE__, MPI_ERR_OTHER, "**partbadlayout",
+                                                  "**partbadlayout %d %d %d", op->peer, p->gcd,
+                                                  p->merge));
     MPIDI_PART_st_fail(&op->st);
     op->layout_in = 2;
 }
@@ -756,8 +760,8 @@ int MPIDI_PART_refused_error(MPIDI_PART_op_t * op)
         err = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                    MPI_ERR_OTHER, "**partsendrefused",
                                    "**partsendrefused %d %d", op->peer, op->tag);
-    /* atomic: MPIDI_PART_set_status may read it meanwhile (a receiver's direct_arm) */
-    __atomic_store_n(&op->error, err, __ATOMIC_RELAXED);
+    MPIDI_PART_set_error(op, err);      /* atomic: MPIDI_PART_set_status may read it
+                                         * meanwhile (a receiver's direct_arm) */
     return err;
 }
 

@@ -92,6 +92,20 @@ cvars:
         operation's iterations before this one (1: the first) go normally, from it on they
         fail.
 
+    - name        : MPIR_CVAR_PART_OFI_DEBUG_MAX_MSG
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: the RDMA transport over libfabric takes this many bytes as the
+        provider's largest message (fi_info's ep_attr max_msg_size) when it is smaller. An
+        operation larger than the largest message goes on the tag transport, since each
+        write of the transport is one message: shm and tcp;ofi_rxm state no limit, so
+        part/part_rdma_maxmsg sets this in place of a provider that has one. 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -312,6 +326,8 @@ static struct {
     int mr_local, mr_virt, mr_prov_key, mr_endpoint;
     uint64_t next_key;
     size_t tx_size;
+    uint64_t max_msg;           /* the provider's largest message: a larger operation goes
+                                 * on the tag transport (each write is one message) */
     ofi_peer_t *peers;
     int npeers, peers_cap;
     /* the credit mailbox: credits land in mbox[0..7], are sent from mbox[8..15] */
@@ -562,6 +578,10 @@ static void fabric_open(void)
     ofi.max_eps = ofi.mr_endpoint ? 1 : want_eps;       /* a registration binds one endpoint */
     ofi.next_key = 1;
     ofi.tx_size = fi->tx_attr->size ? fi->tx_attr->size : 64;
+    ofi.max_msg = fi->ep_attr->max_msg_size;
+    if (MPIR_CVAR_PART_OFI_DEBUG_MAX_MSG > 0 &&
+        (uint64_t) MPIR_CVAR_PART_OFI_DEBUG_MAX_MSG < ofi.max_msg)
+        ofi.max_msg = (uint64_t) MPIR_CVAR_PART_OFI_DEBUG_MAX_MSG;
     ofi.fabric_id = hash_str(ofi.prov) ^ (uint32_t) fi->addr_format;
 
     OFI_TRY(fi_fabric(ofi.info->fabric_attr, &ofi.fabric, NULL), "fi_fabric");
@@ -736,7 +756,8 @@ int MPIDI_PART_ofi_announce(MPIDI_PART_op_t * op, MPIDI_PART_hdr_t * rts)
 {
     if (!fabric_up())
         return fabric_error();
-    if (!MPIDI_PART_rdma_eligible(op) || !ofiop_create(op))
+    if (!MPIDI_PART_rdma_eligible(op) || (uint64_t) op->total_bytes > ofi.max_msg ||
+        !ofiop_create(op))
         return MPI_SUCCESS;     /* the tag transport carries it */
     ofi_rts_ext_t *x = (ofi_rts_ext_t *) rts->ext;
     MPL_COMPILE_TIME_ASSERT(sizeof(ofi_rts_ext_t) <= MPIDI_PART_EXT_MAX);
@@ -763,8 +784,9 @@ int MPIDI_PART_ofi_usable(MPIDI_PART_op_t * op)
         x->slot >= MPIDI_PART_IMM_SLOTS ||
         op->rts_ext_len < (int) (offsetof(ofi_rts_ext_t, addr) + x->addrlen))
         return 0;
-    /* the receiver writes the sender's side of the plan into the front of its buffer */
-    return op->peer_bytes > 0;
+    /* the receiver writes the sender's side of the plan into the front of its buffer; a
+     * write is at most the send's bytes */
+    return op->peer_bytes > 0 && (uint64_t) op->peer_bytes <= ofi.max_msg;
 }
 
 /* ---- writes ------------------------------------------------------------------------------ */
@@ -890,6 +912,7 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const 
                             int64_t posted)
 {
     int err = ofi_error_code(op, "the peer's side", why);
+    int tell_none = 0;
     MPIDI_PART_LOCK();
     int now = MPIDI_PART_rdma_doom_locked(op, iter, err);
     /* a receiver: the sender's writes still in flight land before the iteration ends */
@@ -899,7 +922,14 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const 
      * receiver's side failed after it), reading the send buffer: the iteration ends once
      * their completions have been handled (its error set, nothing more is posted), not
      * now, and the receiver waits for how many landed (watch_progress) */
-    if (op->is_send) {
+    if (op->is_send && op->tp != &MPIDI_PART_ofi_transport) {
+        /* not planned yet (the FAIL overtook the PLAN): it posted no write, and will post
+         * none for a doomed iteration; the count is 0 now. Not watched: a PLAN it then
+         * cannot install frees this transport state (handle_plan), in which a watched
+         * operation's link lives (found by a review) */
+        tell_none = 1;
+        now = 0;
+    } else if (op->is_send) {
         MPIDI_PART_ofiop_t *o = OFIOP(op);
         o->watch_end |= now;
         now = 0;
@@ -914,6 +944,8 @@ static void ofi_peer_failed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, const 
         }
     }
     MPIDI_PART_UNLOCK();
+    if (tell_none)
+        tell_count(op, 0);
     if (now)
         MPIDI_PART_rdma_failed(op, -1);        /* the peer knows: not told back */
 }

@@ -587,6 +587,8 @@ int MPIDI_PART_rdma_map(MPIDI_PART_op_t * op, int n, int nlanes, int parts, int 
 int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err)
 {
     int none = MPI_SUCCESS;
+    if (__atomic_load_n(&op->error, __ATOMIC_RELAXED) == MPI_SUCCESS)
+        MPIDI_PART_keep_error(op, err); /* its text before its code (the first kept wins) */
     __atomic_compare_exchange_n(&op->error, &none, err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return err;
 }
@@ -698,6 +700,7 @@ int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, in
     if (r->fail_from == 0 || iter < r->fail_from) {
         r->fail_from = iter;
         r->fail_err = err;
+        MPIDI_PART_keep_error(op, err); /* reported from a later MPI_Start, maybe */
     }
     /* the running iteration (its MPI_Start checks the same under this lock: either it saw
      * the failure, or we see it running); one started before the plan fails when the plan

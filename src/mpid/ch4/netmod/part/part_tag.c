@@ -134,6 +134,21 @@ cvars:
         meanwhile (threads/part/part_race_direct_flag; pvar part_direct_armed_in_test counts
         those). 0: off.
 
+    - name        : MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US
+      category    : CH4_PART
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_MPIDEV_DETAIL
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Testing aid: the send of a tag-transport operation's wire message 0 whose test
+        right after posting found it in flight busy-waits this many microseconds before it
+        has the progress hook poll the operation, so that the iteration can end and the next
+        begin meanwhile (threads/part/part_race_inflight, with
+        MPIR_CVAR_PART_DEBUG_START_DELAY_US; pvar part_inflight_late counts those that came
+        late). 0: off.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -473,8 +488,11 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
         MPIR_ERR_CHECK(mpi_errno);
         MPIDI_PART_PVAR_ADD(TAG_SPLIT_MSGS, 1);
     }
-    if (!tag_test_msg(op, m, iter))
-        MPIDI_PART_msg_in_flight(op);
+    if (!tag_test_msg(op, m, iter)) {
+        if (unlikely(MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US > 0) && m == 0)
+            MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US);
+        MPIDI_PART_msg_in_flight(op, iter);
+    }
 
   fn_exit:
     return mpi_errno;
@@ -515,7 +533,7 @@ static int post_recvs(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
     for (int m = 0; m < n; m++)
         all_done &= tag_test_msg(op, m, iter);
     if (!all_done)
-        MPIDI_PART_msg_in_flight(op);
+        MPIDI_PART_msg_in_flight(op, iter);
 
   fn_exit:
     return mpi_errno;
