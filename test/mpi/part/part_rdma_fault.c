@@ -28,6 +28,11 @@
  *            while, or after, the failure is handled): partitions other than 0 may be
  *            reported arrived and their bytes written; partition 0's may not.
  *
+ *            -churn=N: both sides make N errors of their own (MPI_Send to a rank that
+ *            does not exist) before iteration K + 1, whose error must still have its class
+ *            and text: MPICH's ring of error messages wraps (the engine returned the code
+ *            of iteration K again, which by then named another error; engine README 7).
+ *
  * MPIR_CVAR_PART_OFI_DEBUG_FAULT_ITER=K (default 1): the iterations before K go normally
  * (MPI_SUCCESS on both sides, every byte of the receive buffer checked); the description
  * below is of iteration K, the first refused one, and K + 1.
@@ -118,6 +123,22 @@ static void check_no_late_write(const unsigned char *buf, int n, int iter)
     free(snap);
 }
 
+/* -churn: n errors of this process's own, each checked to be MPI_ERR_RANK */
+static void churn(int n)
+{
+    int x = 0, size, cls;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 0; i < n; i++) {
+        MPI_Error_class(MPI_Send(&x, 1, MPI_INT, size + 7, 0, MPI_COMM_WORLD), &cls);
+        if (cls != MPI_ERR_RANK) {
+            fprintf(stderr, "rank %d: MPI_Send to rank %d: class %d, expected MPI_ERR_RANK\n",
+                    rank, size + 7, cls);
+            errs++;
+            return;
+        }
+    }
+}
+
 static void check_untouched(const unsigned char *buf, int n, int iter)
 {
     for (int i = 0; i < n; i++) {
@@ -143,6 +164,7 @@ int main(int argc, char **argv)
     const char *fault = MTestArgListGetString_with_default(head, "fault", "data");
     credit = strcmp(fault, "credit") == 0;
     first = strcmp(fault, "first") == 0;
+    int nchurn = MTestArgListGetInt_with_default(head, "churn", 0);
     MTestArgListDestroy(head);
     /* what each side's error message must say */
     const char *send_says = credit ? "peer's side" : NULL;
@@ -170,6 +192,8 @@ int main(int argc, char **argv)
         char who[64];
         MPI_Psend_init(buf, PARTS, COUNT, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
         for (int iter = 1; iter <= K + 1; iter++) {
+            if (iter == K + 1)
+                churn(nchurn);
             MPI_Start(&req);
             for (int i = 0; i < PARTS * COUNT; i++)
                 buf[i] = val(iter, i);
@@ -260,6 +284,7 @@ int main(int argc, char **argv)
         check_no_late_write(buf, PARTS * COUNT, K);
         if (first || landed)
             memset(buf, 0xA5, (size_t) PARTS * COUNT);
+        churn(nchurn);
         MPI_Start(&req);
         snprintf(who, sizeof(who), "receiver: MPI_Wait of iteration %d", K + 1);
         check_error(who, MPI_Wait(&req, MPI_STATUS_IGNORE), recv_says);

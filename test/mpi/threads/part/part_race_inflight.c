@@ -17,8 +17,10 @@
  * (9 partitions, aggregator "size", 16 partitions' bytes) gets as 3 wire messages: 4, 4
  * and 1 partitions. Iteration 0 is plain; then, per round, a trap iteration k and a check
  * iteration k + 1. In the trap, rank 0's worker readies partitions 0-3 (message 0, which
- * the testing aid MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US holds when its test found it in
- * flight: run with e.g. 200000); meanwhile the main thread readies 4-7 (message 1), tests
+ * the testing aid MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US holds, when its test found it in
+ * flight, until the next iteration has begun: run with e.g. 500000, the longest it waits;
+ * the main thread's own message 0 in the check iteration waits that long); meanwhile the
+ * main thread readies 4-7 (message 1), tests
  * the request for 50 ms (the hook counts messages 0 and 1; it must not complete), readies
  * 8 (message 2, a small one: it completes as it is sent, the iteration ends where the last
  * poll stopped), waits, and starts iteration k + 1, which MPIR_CVAR_PART_DEBUG_START_DELAY_US
@@ -33,9 +35,10 @@
  * - rank 0's send never completes before all its partitions are readied (a completion
  *   there is reported and aborts the job: the receiver would wait for ever);
  * - on the tag transport with both testing aids set (not under ThreadSanitizer, which
- *   changes the timing), part_inflight_late grew in every round on rank 0: the held call
- *   came after the next iteration had begun (in the RDMA modes the aids do nothing and
- *   only the data are checked);
+ *   changes the timing), part_inflight_late grew in at least one round on rank 0: the held
+ *   call came after the next iteration had begun (a round that missed it, the main thread
+ *   slower than the aid's longest wait on a loaded machine, is only reported; in the RDMA
+ *   modes the aids do nothing and only the data are checked);
  * - no hang: a watchdog thread reports where the main thread stopped after 60 s.
  *
  * Arguments: -rounds=N (default 3), -count=N (ints per partition, default 1024)
@@ -159,9 +162,9 @@ static void sender(int rounds)
     errs += __atomic_load_n(&worker_errs, __ATOMIC_RELAXED);
     if (want_window && missed > 0) {
         fprintf(stderr, "rank 0: in %d of %d rounds the held MPI_Pready_range did not come "
-                "after the next iteration had begun (part_inflight_late did not grow: the "
-                "window was not run)\n", missed, rounds);
-        errs++;
+                "after the next iteration had begun (part_inflight_late did not grow)%s\n",
+                missed, rounds, missed == rounds ? ": the window was never run" : "");
+        errs += missed == rounds;
     }
 }
 

@@ -20,6 +20,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/part/part_ch4.h \
 
 mpi_core_sources += src/mpid/ch4/netmod/part/part_init.c \
                     src/mpid/ch4/netmod/part/part_core.c \
+                    src/mpid/ch4/netmod/part/part_error.c \
                     src/mpid/ch4/netmod/part/part_match.c \
                     src/mpid/ch4/netmod/part/part_state.c \
                     src/mpid/ch4/netmod/part/part_plan.c \

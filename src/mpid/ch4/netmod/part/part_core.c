@@ -103,97 +103,13 @@ void MPIDI_PART_poke_progress(void)
     MPL_atomic_relaxed_store_int(&MPIDI_VCI(0).progress_count, c + 1);
 }
 
-/* ---- errors kept across iterations ------------------------------------------------------ */
-
-/* An operation that failed completes this and every later iteration with its error. MPICH's
- * error code names a slot of a ring of messages that later errors reuse (any process-wide
- * error, in any thread), so the code itself goes stale: returned again after enough other
- * errors, MPICH prints "Ring ids do not match" and the call returns MPI_ERR_OTHER without
- * the cause (found by a review; part/part_error_again). The class and the message are copied
- * when the error is kept, and every report makes a new code from them. */
-struct MPIDI_PART_errtext {
-    int error_class;
-    char msg[];
-};
-
-/* The specific messages of err's stack (MPIR_Err_get_string: the class's message, then
- * ", error stack:" and one "function(line): message" line per level), joined by ": "; the
- * whole string when it has no stack. */
-static void error_specific(int err, char *out, size_t len)
-{
-    char *all = MPL_malloc(MPI_MAX_ERROR_STRING, MPL_MEM_OTHER);
-    out[0] = '\0';
-    if (all == NULL)
-        return;
-    MPIR_Err_get_string(err, all, MPI_MAX_ERROR_STRING, NULL);
-    const char *stack = strstr(all, "error stack:\n");
-    if (stack == NULL) {
-        MPL_strncpy(out, all, len);
-    } else {
-        size_t used = 0;
-        for (const char *line = stack + strlen("error stack:\n"); *line;) {
-            const char *end = strchr(line, '\n'), *msg = strstr(line, ": ");
-            if (end == NULL)
-                end = line + strlen(line);
-            if (msg != NULL && msg < end && msg + 2 < end) {
-                msg += 2;
-                int n = snprintf(out + used, len - used, "%s%.*s", used ? ": " : "",
-                                 (int) (end - msg), msg);
-                if (n < 0 || (size_t) n >= len - used)
-                    break;      /* cut at len */
-                used += (size_t) n;
-            }
-            line = *end ? end + 1 : end;
-        }
-        if (used == 0)
-            MPL_strncpy(out, all, len);
-    }
-    MPL_free(all);
-}
-
-void MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err)
-{
-    if (err == MPI_SUCCESS || __atomic_load_n(&op->error_text, __ATOMIC_ACQUIRE) != NULL)
-        return;
-    char msg[MPI_MAX_ERROR_STRING];
-    error_specific(err, msg, sizeof(msg));
-    struct MPIDI_PART_errtext *t = MPL_malloc(sizeof(*t) + strlen(msg) + 1, MPL_MEM_OTHER);
-    if (t == NULL)
-        return; /* the code itself is reported then */
-    t->error_class = MPIR_ERR_GET_CLASS(err);
-    strcpy(t->msg, msg);
-    struct MPIDI_PART_errtext *none = NULL;
-    if (!__atomic_compare_exchange_n(&op->error_text, &none, t, 0, __ATOMIC_RELEASE,
-                                      __ATOMIC_RELAXED))
-        MPL_free(t);    /* another thread's came first */
-}
-
-void MPIDI_PART_set_error(MPIDI_PART_op_t * op, int err)
-{
-    MPIDI_PART_keep_error(op, err);
-    /* atomic: MPIDI_PART_set_status may read it meanwhile (a receiver's direct_arm) */
-    __atomic_store_n(&op->error, err, __ATOMIC_RELAXED);
-}
-
-int MPIDI_PART_error_again(MPIDI_PART_op_t * op, int err)
-{
-    if (err == MPI_SUCCESS)
-        return MPI_SUCCESS;
-    struct MPIDI_PART_errtext *t = __atomic_load_n(&op->error_text, __ATOMIC_ACQUIRE);
-    if (t == NULL)
-        return err;     /* not kept (no memory for its text) */
-    int errclass = t->error_class;      /* (MPICH's message extraction wants that name) */
-    return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                errclass, "**partagain", "**partagain %s", t->msg);
-}
-
 /* The status of the iteration that completes (before the completion is published). */
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op)
 {
     MPIR_Request *req = op->req;
     /* atomic: a refusal may set it in the hook while a receiver's direct_arm reads it (the
      * hook then sets the status again before it cancels; ThreadSanitizer) */
-    int error = __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+    int error = __atomic_load_n(&op->error, __ATOMIC_ACQUIRE);
     if (unlikely(error != MPI_SUCCESS))
         error = MPIDI_PART_error_again(op, error);
     if (op->is_send) {
@@ -253,13 +169,17 @@ void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter)
  * (its lock released, the last iteration's requests not yet released: start_locked): put
  * back in the polling list then, the operation would have the hook count those old
  * requests as the new iteration's messages, which could then end before the program
- * readied them (found by a review). Its iteration is over then: nothing to poll. */
+ * readied them (found by a review). Nor when its iteration has ended and the next not
+ * begun: a lock-free steady start (which found the operation out of the list) may begin it
+ * while the hook, seeing none running, takes the operation out again, after a message of
+ * the new iteration found it in the list and did not link it (found by the next review).
+ * Either way the iteration is over: nothing to poll. */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
 {
     if (MPL_atomic_acquire_load_int(&op->in_poll))
         return;
     MPIDI_PART_LOCK();
-    if (MPIDI_PART_st_iter(&op->st) != iter)
+    if (MPIDI_PART_st_iter(&op->st) != iter || !MPIDI_PART_st_is_running(&op->st))
         MPIDI_PART_PVAR_ADD(INFLIGHT_LATE, 1);
     else if (!MPL_atomic_relaxed_load_int(&op->in_poll)) {
         op->pnext = MPIDI_PART_global.polling;
@@ -355,7 +275,7 @@ void MPIDI_PART_op_free_memory(MPIDI_PART_op_t * op)
     MPL_free(op->msgs_mem);
     MPL_free(op->rts_ext);
     MPL_free(op->obs_base);
-    MPL_free(op->error_text);
+    MPIDI_PART_errors_free(op);
     MPL_free(op);       /* with a sender's ready flags */
 }
 
@@ -1176,12 +1096,16 @@ static int parrived_vci_poll(int v)
 static inline int arrived_error(MPIDI_PART_op_t * op, int mpi_errno)
 {
     if (unlikely(__atomic_load_n(&op->refused, __ATOMIC_ACQUIRE)) &&
-        op->st.iter >= op->refused_from && mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_PART_error_again(op, op->error);  /* set before the iteration
-                                                                 * ended (under the lock) */
+        op->st.iter >= op->refused_from && mpi_errno == MPI_SUCCESS) {
+        /* set before the iteration ended, under the lock */
+        mpi_errno = MPIDI_PART_error_again(op, __atomic_load_n(&op->error, __ATOMIC_ACQUIRE));
+    }
 #ifdef MPIDI_CH4_PART_RDMA
-    if (unlikely(op->rdma != NULL) && mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_PART_error_again(op, MPIDI_PART_rdma_error_of(op));
+    if (unlikely(op->rdma != NULL) && mpi_errno == MPI_SUCCESS) {
+        int err = MPIDI_PART_rdma_error_of(op);
+        if (unlikely(err != MPI_SUCCESS))
+            mpi_errno = MPIDI_PART_error_again(op, err);
+    }
 #endif
     return mpi_errno;
 }
@@ -1288,7 +1212,7 @@ static int parrived_answer(MPIDI_PART_op_t * op, int partition, int *flag,
         *flag = 1;
         if (iter == MPIDI_PART_st_iter(&op->st))
             mpi_errno = MPIDI_PART_error_again(op, __atomic_load_n(&op->error,
-                                                                   __ATOMIC_RELAXED));
+                                                                   __ATOMIC_ACQUIRE));
     } else {
         *flag = 1;      /* nothing travels (EMPTY) */
     }

@@ -123,8 +123,8 @@ typedef struct MPIDI_PART_op {
                                  * part_withdraw_in_start) */
     int error;                  /* mpi_errno every iteration completes with (FAILED): the
                                  * first code; reported through MPIDI_PART_error_again */
-    struct MPIDI_PART_errtext *error_text;      /* the text of the first error kept
-                                                 * (MPIDI_PART_keep_error; atomic pointer) */
+    struct MPIDI_PART_errtext *error_text;      /* the errors kept: their classes and
+                                                 * texts (part_error.c; atomic pointer) */
     uint32_t serial;            /* sender: its RTS's serial; receiver: the matched RTS's */
     int refused;                /* receiver: its sender withdrew (WITHDRAW): the status it
                                  * gave (FREED or ERROR); sender: its receive was freed
@@ -446,14 +446,15 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
  * caller, whose iteration is over, is ignored; part_state.h) */
 void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter);
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
-/* An error an operation keeps for later iterations (op->error, an RDMA doom's code): its
- * class and text are copied now (the first kept wins), since MPICH's error codes name a
- * slot of a ring that later errors reuse. */
+/* part_error.c. An error an operation keeps for later iterations (op->error, an RDMA
+ * doom's code): its class and its levels' texts are copied now, since MPICH's error codes
+ * name slots of a ring that later errors reuse. */
 void MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err);
 void MPIDI_PART_set_error(MPIDI_PART_op_t * op, int err);      /* keep_error, then op->error */
-/* What a call that reports err (a kept code, MPI_SUCCESS: none) returns: a new code with
- * the kept class and text */
+/* What a call that reports err (a kept code; MPI_SUCCESS: none) returns: a new code with
+ * err's class and levels (err itself when it was not kept) */
 int MPIDI_PART_error_again(MPIDI_PART_op_t * op, int err);
+void MPIDI_PART_errors_free(MPIDI_PART_op_t * op);
 /* lock-free: have the hook poll op, whose message of iteration iter is in flight */
 void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter);
 void MPIDI_PART_complete_iteration(MPIDI_PART_op_t * op);      /* over (also one without messages) */

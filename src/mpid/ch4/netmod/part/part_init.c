@@ -166,7 +166,7 @@ static const struct {
     [MPIDI_PART_PV_INFLIGHT_LATE] = {"part_inflight_late", 0,
         "Tag-transport wire messages whose sender or receiver, held up after it saw the "
         "message in flight, came to have the progress hook poll it only once its iteration "
-        "had ended and the next had begun (nothing to poll: the message was counted)", 1},
+        "had ended (nothing to poll: the message was counted)", 1},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

@@ -588,8 +588,8 @@ int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err)
 {
     int none = MPI_SUCCESS;
     if (__atomic_load_n(&op->error, __ATOMIC_RELAXED) == MPI_SUCCESS)
-        MPIDI_PART_keep_error(op, err); /* its text before its code (the first kept wins) */
-    __atomic_compare_exchange_n(&op->error, &none, err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        MPIDI_PART_keep_error(op, err); /* its text before its code */
+    __atomic_compare_exchange_n(&op->error, &none, err, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
     return err;
 }
 

@@ -80,7 +80,7 @@ int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err);
  * would push the first one's text out of MPICH's ring of error messages. */
 static inline int MPIDI_PART_rdma_error_of(MPIDI_PART_op_t * op)
 {
-    return __atomic_load_n(&op->error, __ATOMIC_RELAXED);
+    return __atomic_load_n(&op->error, __ATOMIC_ACQUIRE);
 }
 /* A write could not be posted: the iteration completes with op's error (m = -1: the
  * credit, so nothing will arrive). */

@@ -143,11 +143,11 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         Testing aid: the send of a tag-transport operation's wire message 0 whose test
-        right after posting found it in flight busy-waits this many microseconds before it
-        has the progress hook poll the operation, so that the iteration can end and the next
-        begin meanwhile (threads/part/part_race_inflight, with
-        MPIR_CVAR_PART_DEBUG_START_DELAY_US; pvar part_inflight_late counts those that came
-        late). 0: off.
+        right after posting found it in flight busy-waits, before it has the progress hook
+        poll the operation, until the operation's next iteration has begun or this many
+        microseconds have passed, so that the iteration ends and the next begins meanwhile
+        (threads/part/part_race_inflight, with MPIR_CVAR_PART_DEBUG_START_DELAY_US; pvar
+        part_inflight_late counts those that came late). 0: off.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -466,6 +466,15 @@ static int post_pieces(MPIDI_PART_op_t * op, int m, int32_t first, int32_t npart
     goto fn_exit;
 }
 
+/* The testing aid MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US: wait until op's next iteration
+ * has begun (or the aid's time has passed). */
+static void inflight_delay(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter) __attribute__ ((noinline));
+static void inflight_delay(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
+{
+    int64_t until = MPIDI_PART_now_ns() + 1000 * (int64_t) MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US;
+    while (MPIDI_PART_st_iter(&op->st) == iter && MPIDI_PART_now_ns() < until);
+}
+
 static int tag_send(MPIDI_PART_op_t * op, int m)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -490,7 +499,7 @@ static int tag_send(MPIDI_PART_op_t * op, int m)
     }
     if (!tag_test_msg(op, m, iter)) {
         if (unlikely(MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US > 0) && m == 0)
-            MPIDI_PART_debug_spin_us(MPIR_CVAR_PART_DEBUG_INFLIGHT_DELAY_US);
+            inflight_delay(op, iter);
         MPIDI_PART_msg_in_flight(op, iter);
     }
 
