@@ -15,6 +15,13 @@
  * - on the sender, MPI_Pready of every partition succeeds, whether readied before or
  *   after the receiver's answer could have arrived.
  * Afterwards a pair of the right size on the same tag carries correct data.
+ * Every error's text must name the truncation with both ranks' byte counts.
+ *
+ * -churn=N (default 0): before each iteration both ranks make N errors of their own
+ * (MPI_Send to a rank that does not exist, each checked to be MPI_ERR_RANK). MPICH's ring
+ * of error messages then wraps between iterations: the engine returned the first
+ * iteration's code again, which came back as MPI_ERR_OTHER without the cause ("Ring ids do
+ * not match"; found by a review of 2026-12-07; engine README section 7, part_error.c).
  */
 
 #include "mpi.h"
@@ -44,6 +51,41 @@ static int err_class(int err)
     return c;
 }
 
+/* -churn: n errors of this process's own */
+static void churn(int n)
+{
+    int x = 0, size;
+    MPI_Comm_size(comm, &size);
+    for (int i = 0; i < n; i++) {
+        int err = MPI_Send(&x, 1, MPI_INT, size + 7, 0, comm);
+        if (err_class(err) != MPI_ERR_RANK) {
+            fprintf(stderr, "rank %d: MPI_Send to rank %d returned class %d, expected "
+                    "MPI_ERR_RANK (%d)\n", rank, size + 7, err_class(err), MPI_ERR_RANK);
+            errs++;
+            return;
+        }
+    }
+}
+
+/* err (class MPI_ERR_TRUNCATE, checked by the caller) must name the truncation: rank 0
+ * sends sbytes, rank 1 receives at most rbytes */
+static void check_text(int err, long sbytes, long rbytes, const char *call, int c, int it)
+{
+    char text[MPI_MAX_ERROR_STRING], want[256];
+    int len = 0;
+    if (err == MPI_SUCCESS)
+        return;
+    snprintf(want, sizeof(want), "Partitioned send larger than the receive buffer: rank 0 "
+             "sends %ld bytes, rank 1 receives at most %ld bytes", sbytes, rbytes);
+    text[0] = '\0';
+    MPI_Error_string(err, text, &len);
+    if (strstr(text, want) == NULL) {
+        fprintf(stderr, "rank %d case %d iter %d: %s's error does not name the truncation "
+                "(\"%s\"); it is:\n%s\n", rank, c, it, call, want, text);
+        errs++;
+    }
+}
+
 static int complete(MPI_Request * req, MPI_Status * st, int use_test)
 {
     int flag = 0, err;
@@ -65,7 +107,7 @@ static int complete(MPI_Request * req, MPI_Status * st, int use_test)
 
 /* Receiver: poll MPI_Parrived on partition p until it answers (20 s at most). Before the
  * plan it says "not yet"; then it must return the truncation, not flag 1 with success. */
-static void parrived_fails(MPI_Request req, int c, int it, int p)
+static void parrived_fails(MPI_Request req, int c, int it, int p, long sbytes, long rbytes)
 {
     int flag = 0, err;
     double t0 = MPI_Wtime();
@@ -78,7 +120,10 @@ static void parrived_fails(MPI_Request req, int c, int it, int p)
                 MPI_ERR_TRUNCATE);
         errs++;
     }
+    check_text(err, sbytes, rbytes, "MPI_Parrived", c, it);
 }
+
+static int nchurn = 0;
 
 static void run_case(int c, int spart, int scount, int rpart, int rcount)
 {
@@ -91,10 +136,12 @@ static void run_case(int c, int spart, int scount, int rpart, int rcount)
         MPI_Psend_init(buf, spart, scount, MPI_INT, 1, tag, comm, MPI_INFO_NULL, &req);
     else
         MPI_Precv_init(buf, rpart, rcount, MPI_INT, 0, tag, comm, MPI_INFO_NULL, &req);
+    long sbytes = (long) stotal * (long) sizeof(int), rbytes = (long) rtotal * (long) sizeof(int);
     for (int it = 0; it < ITERS; it++) {
         MPI_Status st;
         int err, cls;
         st.MPI_ERROR = MPI_SUCCESS;
+        churn(nchurn);
         if (rank == 0) {
             for (int i = 0; i < stotal; i++)
                 buf[i] = 1 + it * 1000 + i;
@@ -113,7 +160,7 @@ static void run_case(int c, int spart, int scount, int rpart, int rcount)
             MPI_Start(&req);
             if (it % 2 == 0)
                 for (int p = 0; p < rpart; p++)
-                    parrived_fails(req, c, it, p);
+                    parrived_fails(req, c, it, p, sbytes, rbytes);
         }
         err = complete(&req, &st, it % 2);
         cls = err_class(err);
@@ -124,6 +171,7 @@ static void run_case(int c, int spart, int scount, int rpart, int rcount)
                     MPI_ERR_TRUNCATE);
             errs++;
         }
+        check_text(err, sbytes, rbytes, it % 2 ? "MPI_Test" : "MPI_Wait", c, it);
         if (rank == 1) {
             for (int i = 0; i < rtotal; i++)
                 if (buf[i] != SENTINEL) {
@@ -177,6 +225,9 @@ int main(int argc, char *argv[])
     int size;
 
     MTest_Init(&argc, &argv);
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "-churn=", 7) == 0)
+            nchurn = atoi(argv[i] + 7);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 2) {

@@ -5,7 +5,7 @@
  * names a slot of a ring of messages that any later error of the process reuses, so a kept
  * code goes stale: returned again after enough other errors, MPICH printed "Ring ids do not
  * match" and the call returned MPI_ERR_OTHER without the cause (found by a review of
- * 2026-12-07; part/part_error_again). So each kept code's class and the messages of its
+ * 2026-12-07; part/part_truncate -churn). So each kept code's class and the messages of its
  * levels are copied when it is kept, and every report makes a new code from them.
  */
 #include "part_impl.h"
