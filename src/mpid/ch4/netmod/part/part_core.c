@@ -179,9 +179,9 @@ void MPIDI_PART_msg_in_flight(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter)
     if (MPL_atomic_acquire_load_int(&op->in_poll))
         return;
     MPIDI_PART_LOCK();
-    if (MPIDI_PART_st_iter(&op->st) != iter || !MPIDI_PART_st_is_running(&op->st))
-        MPIDI_PART_PVAR_ADD(INFLIGHT_LATE, 1);
-    else if (!MPL_atomic_relaxed_load_int(&op->in_poll)) {
+    if (MPIDI_PART_st_iter(&op->st) != iter)
+        MPIDI_PART_PVAR_ADD(INFLIGHT_LATE, 1);  /* the next one has begun */
+    else if (MPIDI_PART_st_is_running(&op->st) && !MPL_atomic_relaxed_load_int(&op->in_poll)) {
         op->pnext = MPIDI_PART_global.polling;
         MPIDI_PART_global.polling = op;
         MPL_atomic_release_store_int(&op->in_poll, 1);

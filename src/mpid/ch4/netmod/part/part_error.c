@@ -5,16 +5,19 @@
  * names a slot of a ring of messages that any later error of the process reuses, so a kept
  * code goes stale: returned again after enough other errors, MPICH printed "Ring ids do not
  * match" and the call returned MPI_ERR_OTHER without the cause (found by a review of
- * 2026-12-07; part/part_truncate -churn). So each kept code's class and the messages of its
+ * 2026-12-07; part/part_truncate -churn). So a kept code's class and the messages of its
  * levels are copied when it is kept, and every report makes a new code from them.
  */
 #include "part_impl.h"
 
-/* One kept code: its class and its levels' messages, outermost first, each ended by '\0'.
- * The operation's list only grows; it goes with the operation (MPIDI_PART_errors_free). */
+/* One kept code: its class, whether it was fatal, and its levels' messages, outermost
+ * first, each ended by '\0'. An operation's entries are on its list (they only come, and go
+ * with it: MPIDI_PART_errors_free); op->error_kept (and an RDMA doom's fail_text) points
+ * at the entry of the code it holds. A code's value alone does not name its entry: once
+ * the ring wrapped, another error may have the same value. */
 struct MPIDI_PART_errtext {
     struct MPIDI_PART_errtext *next;
-    int code, error_class, nlevels;
+    int code, error_class, fatal, nlevels;
     char levels[];
 };
 
@@ -24,8 +27,10 @@ struct MPIDI_PART_errtext {
 /* The messages of err's levels, outermost first, into out (each ended by '\0'); returns how
  * many and their bytes in *used. MPIR_Err_get_string gives the class's message, then (with
  * MPIR_CVAR_PRINT_ERROR_STACK, the default) ", error stack:" and a line
- * "function(line)...: message" per level, MPIR_CVAR_CHOP_ERROR_STACK folding a long one onto
- * lines that begin with spaces; without the stack, ", " and the innermost message. */
+ * "function(line)...: message" per level; without the stack, ", " and the innermost
+ * message. (With MPIR_CVAR_CHOP_ERROR_STACK MPICH 4.0.2 writes a NUL into the first level
+ * it folds, so the text ends there, as MPI_Error_string's does.) A stack beyond 4 KiB or 32
+ * levels keeps its outer levels. */
 static int error_levels(int err, char *out, size_t len, size_t * used)
 {
     static const char hdr[] = ", error stack:\n";
@@ -49,31 +54,20 @@ static int error_levels(int err, char *out, size_t len, size_t * used)
         }
         goto fn_exit;
     }
-    for (const char *line = stack + strlen(hdr); *line && n <= LEVELS_MAX;) {
+    for (const char *line = stack + strlen(hdr); *line && n < LEVELS_MAX;) {
         const char *end = strchr(line, '\n');
         if (end == NULL)
             end = line + strlen(line);
-        const char *msg = line;
-        int folded = *line == ' ' && n > 0;
-        if (folded) {
-            while (msg < end && *msg == ' ')
-                msg++;
-        } else {
-            const char *colon = strstr(line, ": ");
-            msg = (colon != NULL && colon < end) ? colon + 2 : end;
-        }
+        const char *colon = strstr(line, ": ");
+        const char *msg = (colon != NULL && colon < end) ? colon + 2 : end;
         size_t k = (size_t) (end - msg);
-        if (folded && *used + k <= len) {
-            memcpy(out + *used - 1, msg, k);    /* over the last level's '\0' */
-            out[*used - 1 + k] = '\0';
-            *used += k;
-        } else if (!folded && k > 0 && n < LEVELS_MAX && *used + k + 1 <= len) {
+        if (k > 0) {    /* (a level without a message of its own is left out) */
+            if (*used + k + 1 > len)
+                break;
             memcpy(out + *used, msg, k);
             out[*used + k] = '\0';
             *used += k + 1;
             n++;
-        } else if (k > 0) {
-            break;      /* what does not fit is left out */
         }
         line = *end ? end + 1 : end;
     }
@@ -82,65 +76,67 @@ static int error_levels(int err, char *out, size_t len, size_t * used)
     return n;
 }
 
-void MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err)
+MPIDI_PART_errtext_t *MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err)
 {
     if (err == MPI_SUCCESS)
-        return;
-    for (struct MPIDI_PART_errtext * t = __atomic_load_n(&op->error_text, __ATOMIC_ACQUIRE);
-         t != NULL; t = t->next)
-        if (t->code == err)
-            return;
+        return NULL;
     char *buf = MPL_malloc(ERRSTR_MAX, MPL_MEM_OTHER);
     if (buf == NULL)
-        return; /* not kept: the code itself is reported */
+        return NULL;    /* not kept: the code itself is reported */
     size_t used;
     int n = error_levels(err, buf, ERRSTR_MAX, &used);
     struct MPIDI_PART_errtext *t = MPL_malloc(sizeof(*t) + used, MPL_MEM_OTHER);
     if (t != NULL) {
         t->code = err;
         t->error_class = MPIR_ERR_GET_CLASS(err);
+        t->fatal = MPIR_Err_is_fatal(err);
         t->nlevels = n;
         memcpy(t->levels, buf, used);
-        t->next = __atomic_load_n(&op->error_text, __ATOMIC_RELAXED);
-        while (!__atomic_compare_exchange_n(&op->error_text, &t->next, t, 1, __ATOMIC_RELEASE,
+        t->next = __atomic_load_n(&op->error_list, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&op->error_list, &t->next, t, 1, __ATOMIC_RELEASE,
                                             __ATOMIC_RELAXED));
     }
     MPL_free(buf);
+    return t;
+}
+
+void MPIDI_PART_hold_error(MPIDI_PART_op_t * op, int err, MPIDI_PART_errtext_t * t)
+{
+    /* its entry before the code: a reader that sees the code finds it (release, acquire) */
+    __atomic_store_n(&op->error_kept, t, __ATOMIC_RELEASE);
+    __atomic_store_n(&op->error, err, __ATOMIC_RELEASE);
 }
 
 void MPIDI_PART_set_error(MPIDI_PART_op_t * op, int err)
 {
-    MPIDI_PART_keep_error(op, err);
-    /* atomic: MPIDI_PART_set_status may read it meanwhile (a receiver's direct_arm); release:
-     * a reader that sees it finds its text */
-    __atomic_store_n(&op->error, err, __ATOMIC_RELEASE);
+    MPIDI_PART_hold_error(op, err, MPIDI_PART_keep_error(op, err));
 }
 
 int MPIDI_PART_error_again(MPIDI_PART_op_t * op, int err)
 {
     const char *level[LEVELS_MAX];
-    struct MPIDI_PART_errtext *t = __atomic_load_n(&op->error_text, __ATOMIC_ACQUIRE);
-    while (t != NULL && t->code != err)
-        t = t->next;
-    if (err == MPI_SUCCESS || t == NULL || t->nlevels == 0)
-        return err;     /* not kept: the code itself */
+    struct MPIDI_PART_errtext *t = __atomic_load_n(&op->error_kept, __ATOMIC_ACQUIRE);
+    if (err == MPI_SUCCESS || t == NULL || t->code != err || t->nlevels == 0)
+        return err;     /* not kept (or changed meanwhile): the code itself */
     const char *p = t->levels;
     for (int i = 0; i < t->nlevels; i++, p += strlen(p) + 1)
         level[i] = p;
     int code = MPI_SUCCESS, errclass = t->error_class;  /* (the name MPICH's message
                                                          * extraction wants) */
     for (int i = t->nlevels - 1; i >= 0; i--)   /* innermost first: the stack as it was */
-        code = MPIR_Err_create_code(code, MPIR_ERR_RECOVERABLE, __func__, __LINE__, errclass,
-                                    "**partagain", "**partagain %s", level[i]);
+        code = MPIR_Err_create_code(code, t->fatal ? MPIR_ERR_FATAL : MPIR_ERR_RECOVERABLE,
+                                    __func__, __LINE__, errclass, "**partagain",
+                                    "**partagain %s", level[i]);
     return code;
 }
 
 void MPIDI_PART_errors_free(MPIDI_PART_op_t * op)
 {
-    struct MPIDI_PART_errtext *t = op->error_text, *next;
+    struct MPIDI_PART_errtext *t = op->error_list, *next;
     for (; t != NULL; t = next) {
         next = t->next;
         MPL_free(t);
     }
-    op->error_text = NULL;
+    op->error_list = NULL;
+    op->error_kept = NULL;
 }

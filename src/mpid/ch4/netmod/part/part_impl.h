@@ -121,10 +121,10 @@ typedef struct MPIDI_PART_op {
                                  * receive's MPI_Start is between beginning its iteration
                                  * and releasing the last one's requests (atomic; pvar
                                  * part_withdraw_in_start) */
-    int error;                  /* mpi_errno every iteration completes with (FAILED): the
-                                 * first code; reported through MPIDI_PART_error_again */
-    struct MPIDI_PART_errtext *error_text;      /* the errors kept: their classes and
-                                                 * texts (part_error.c; atomic pointer) */
+    int error;                  /* mpi_errno every iteration completes with (FAILED);
+                                 * reported through MPIDI_PART_error_again */
+    struct MPIDI_PART_errtext *error_kept;      /* error's class and texts (atomic) */
+    struct MPIDI_PART_errtext *error_list;      /* every error kept (part_error.c; atomic) */
     uint32_t serial;            /* sender: its RTS's serial; receiver: the matched RTS's */
     int refused;                /* receiver: its sender withdrew (WITHDRAW): the status it
                                  * gave (FREED or ERROR); sender: its receive was freed
@@ -447,12 +447,15 @@ void MPIDI_PART_msg_done(MPIDI_PART_op_t * op, int m); /* lock-free */
 void MPIDI_PART_msg_done_at(MPIDI_PART_op_t * op, int m, MPIDI_PART_iter_t iter);
 void MPIDI_PART_set_status(MPIDI_PART_op_t * op);       /* the status the iteration ends with */
 /* part_error.c. An error an operation keeps for later iterations (op->error, an RDMA
- * doom's code): its class and its levels' texts are copied now, since MPICH's error codes
- * name slots of a ring that later errors reuse. */
-void MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err);
-void MPIDI_PART_set_error(MPIDI_PART_op_t * op, int err);      /* keep_error, then op->error */
-/* What a call that reports err (a kept code; MPI_SUCCESS: none) returns: a new code with
- * err's class and levels (err itself when it was not kept) */
+ * doom's code): its class and its levels' texts are copied now (the entry keep_error
+ * returns; NULL when there is no memory), since MPICH's error codes name slots of a ring
+ * that later errors reuse. hold_error makes err (with its entry) op->error. */
+typedef struct MPIDI_PART_errtext MPIDI_PART_errtext_t;
+MPIDI_PART_errtext_t *MPIDI_PART_keep_error(MPIDI_PART_op_t * op, int err);
+void MPIDI_PART_hold_error(MPIDI_PART_op_t * op, int err, MPIDI_PART_errtext_t * t);
+void MPIDI_PART_set_error(MPIDI_PART_op_t * op, int err);      /* keep, then hold */
+/* What a call that reports err (op->error's value; MPI_SUCCESS: none) returns: a new code
+ * with its class and levels (err itself when it was not kept) */
 int MPIDI_PART_error_again(MPIDI_PART_op_t * op, int err);
 void MPIDI_PART_errors_free(MPIDI_PART_op_t * op);
 /* lock-free: have the hook poll op, whose message of iteration iter is in flight */

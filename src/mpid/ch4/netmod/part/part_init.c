@@ -165,8 +165,8 @@ static const struct {
         "MPIR_CVAR_PART_DEBUG_TAG_TEST_DELAY_US", 1},
     [MPIDI_PART_PV_INFLIGHT_LATE] = {"part_inflight_late", 0,
         "Tag-transport wire messages whose sender or receiver, held up after it saw the "
-        "message in flight, came to have the progress hook poll it only once its iteration "
-        "had ended (nothing to poll: the message was counted)", 1},
+        "message in flight, came to have the progress hook poll it only once the next "
+        "iteration had begun (nothing to poll: the message was counted)", 1},
 };
 
 int MPIDI_PART_pvar_info(int i, const char **name, const char **desc, int *is_level,

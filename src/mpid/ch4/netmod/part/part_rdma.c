@@ -584,13 +584,22 @@ int MPIDI_PART_rdma_map(MPIDI_PART_op_t * op, int n, int nlanes, int parts, int 
     return MPI_SUCCESS;
 }
 
-int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err)
+int MPIDI_PART_rdma_error_kept(MPIDI_PART_op_t * op, int err, MPIDI_PART_errtext_t * t)
 {
     int none = MPI_SUCCESS;
-    if (__atomic_load_n(&op->error, __ATOMIC_RELAXED) == MPI_SUCCESS)
-        MPIDI_PART_keep_error(op, err); /* its text before its code */
-    __atomic_compare_exchange_n(&op->error, &none, err, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    /* the first error is the iteration's: its entry with it (a reader between the two
+     * stores finds none for the code and reports the code itself, fresh then) */
+    if (__atomic_compare_exchange_n(&op->error, &none, err, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED))
+        __atomic_store_n(&op->error_kept, t, __ATOMIC_RELEASE);
     return err;
+}
+
+int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err)
+{
+    if (__atomic_load_n(&op->error, __ATOMIC_RELAXED) != MPI_SUCCESS)
+        return err;     /* not the first */
+    return MPIDI_PART_rdma_error_kept(op, err, MPIDI_PART_keep_error(op, err));
 }
 
 void MPIDI_PART_rdma_failed(MPIDI_PART_op_t * op, int m)
@@ -700,7 +709,8 @@ int MPIDI_PART_rdma_doom_locked(MPIDI_PART_op_t * op, MPIDI_PART_iter_t iter, in
     if (r->fail_from == 0 || iter < r->fail_from) {
         r->fail_from = iter;
         r->fail_err = err;
-        MPIDI_PART_keep_error(op, err); /* reported from a later MPI_Start, maybe */
+        r->fail_text = MPIDI_PART_keep_error(op, err);  /* reported from a later MPI_Start,
+                                                         * maybe */
     }
     /* the running iteration (its MPI_Start checks the same under this lock: either it saw
      * the failure, or we see it running); one started before the plan fails when the plan

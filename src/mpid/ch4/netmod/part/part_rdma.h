@@ -40,6 +40,7 @@ typedef struct MPIDI_PART_rdmaop {
     MPIDI_PART_iter_t fail_from; /* the peer failed in this iteration, so does every one
                                  * from it on (0: it did not; engine lock) */
     int fail_err;               /* what those iterations complete with (engine lock) */
+    struct MPIDI_PART_errtext *fail_text;       /* fail_err's class and texts (part_error.c) */
     uint64_t landed;            /* receiver: data writes arrived over the pair's life
                                  * (engine lock) */
     uint64_t drain_to;          /* receiver: its failed iteration ends when landed reaches
@@ -75,6 +76,8 @@ int MPIDI_PART_rdma_deliver(const uint32_t * imms, int n);
 int MPIDI_PART_rdma_map(MPIDI_PART_op_t * op, int n, int nlanes, int parts, int ppt);
 /* Record err as op's error (the first one wins); returns err. */
 int MPIDI_PART_rdma_error(MPIDI_PART_op_t * op, int err);
+/* The same for a code kept before (t: its entry, MPIDI_PART_keep_error) */
+int MPIDI_PART_rdma_error_kept(MPIDI_PART_op_t * op, int err, struct MPIDI_PART_errtext *t);
 /* The iteration's error so far (MPI_SUCCESS: none). A backend creates an error code only
  * when there is none yet: creating one per failed write (a flushed queue gives hundreds)
  * would push the first one's text out of MPICH's ring of error messages. */
@@ -129,7 +132,7 @@ static inline int MPIDI_PART_rdma_doomed(MPIDI_PART_op_t * op, MPIDI_PART_iter_t
     MPIDI_PART_rdmaop_t *r = op->rdma;
     if (r == NULL || r->fail_from == 0 || iter < r->fail_from)
         return 0;
-    MPIDI_PART_rdma_error(op, r->fail_err);
+    MPIDI_PART_rdma_error_kept(op, r->fail_err, r->fail_text);
     return 1;
 }
 /* No lock: after a lane's queue did not bring message m of an MPI_Parrived, move VCI 0
